@@ -1,0 +1,133 @@
+"""Collector configuration: every variable named once, with its default.
+
+Resolution order: command-line flag → environment variable → default
+(as in opentelemetry-python's ``sdk/environment_variables``). Validated
+strictly at start-up: a bad value is a clear error before anything listens.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+# SPEC §6 -------------------------------------------------------------------
+PROMPTPRISM_STORE = "PROMPTPRISM_STORE"
+PROMPTPRISM_DATA_DIR = "PROMPTPRISM_DATA_DIR"
+PROMPTPRISM_RETENTION_DAYS = "PROMPTPRISM_RETENTION_DAYS"
+PROMPTPRISM_OTLP_GRPC_ADDRESS = "PROMPTPRISM_OTLP_GRPC_ADDRESS"
+PROMPTPRISM_OTLP_HTTP_ADDRESS = "PROMPTPRISM_OTLP_HTTP_ADDRESS"
+PROMPTPRISM_UI_ADDRESS = "PROMPTPRISM_UI_ADDRESS"
+PROMPTPRISM_INGEST_TOKEN = "PROMPTPRISM_INGEST_TOKEN"
+PROMPTPRISM_UI_TOKEN = "PROMPTPRISM_UI_TOKEN"
+# Where the CLI's read commands find the collector's API.
+PROMPTPRISM_URL = "PROMPTPRISM_URL"
+
+DEFAULT_URL = "http://127.0.0.1:4380"
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    default: Any
+    help: str
+
+
+# The collector's settings, in the order the README lists them. Each is also a
+# flag of `promptprism collector` (--store, --data-dir, …).
+SETTINGS: dict[str, Setting] = {
+    "store": Setting(PROMPTPRISM_STORE, "embedded", "`embedded` (chdb) or a ClickHouse server URL"),
+    "data_dir": Setting(PROMPTPRISM_DATA_DIR, "./promptprism-data", "embedded store and the ingest spool"),
+    "retention_days": Setting(PROMPTPRISM_RETENTION_DAYS, 30, "the tables' TTL, in days"),
+    "otlp_grpc_address": Setting(PROMPTPRISM_OTLP_GRPC_ADDRESS, "127.0.0.1:4317", "OTLP/gRPC listener"),
+    "otlp_http_address": Setting(PROMPTPRISM_OTLP_HTTP_ADDRESS, "127.0.0.1:4318", "OTLP/HTTP listener"),
+    "ui_address": Setting(PROMPTPRISM_UI_ADDRESS, "127.0.0.1:4380", "inspector, JSON API, /healthz, /metrics"),
+    "ingest_token": Setting(PROMPTPRISM_INGEST_TOKEN, None, "bearer token required on OTLP requests"),
+    "ui_token": Setting(PROMPTPRISM_UI_TOKEN, None, "bearer token required by the inspector and API"),
+}
+
+
+class ConfigError(ValueError):
+    """A setting has a value the collector cannot start with."""
+
+
+def resolve(name: str, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Any:
+    """flag → environment → default, for one named setting (raw, unvalidated)."""
+    setting = SETTINGS[name]
+    if flags and flags.get(name) is not None:
+        return flags[name]
+    environ = os.environ if environ is None else environ
+    value = environ.get(setting.env)
+    if value is not None and value != "":
+        return value
+    return setting.default
+
+
+def parse_address(name: str, value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:4317`` for IPv6) → (host, port), or a ConfigError naming the setting."""
+    text = str(value).strip()
+    host, separator, port_text = text.rpartition(":")
+    if not separator or not host:
+        raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected host:port, e.g. 127.0.0.1:4317")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"{SETTINGS[name].env}={value!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{SETTINGS[name].env}={value!r}: port must be 0-65535")
+    return host, port
+
+
+def parse_positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected a whole number") from None
+    if number < 1:
+        raise ConfigError(f"{SETTINGS[name].env}={value!r}: must be at least 1")
+    return number
+
+
+def setting_names() -> tuple[str, ...]:
+    return tuple(SETTINGS)
+
+
+def _check_fields_match() -> None:  # keeps CollectorConfig and SETTINGS in step
+    missing = set(SETTINGS) - {f.name for f in fields(CollectorConfig)}
+    assert not missing, missing
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    store: str
+    data_dir: str
+    retention_days: int
+    otlp_grpc_address: tuple[str, int]
+    otlp_http_address: tuple[str, int]
+    ui_address: tuple[str, int]
+    ingest_token: str | None
+    ui_token: str | None
+
+    @classmethod
+    def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> "CollectorConfig":
+        raw = {name: resolve(name, flags, environ) for name in SETTINGS}
+        store = str(raw["store"]).strip()
+        if store != "embedded" and not store.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{PROMPTPRISM_STORE}={store!r}: expected `embedded` or a ClickHouse URL "
+                "like http://user:password@host:8123/database"
+            )
+        return cls(
+            store=store,
+            data_dir=str(raw["data_dir"]),
+            retention_days=parse_positive_int("retention_days", raw["retention_days"]),
+            otlp_grpc_address=parse_address("otlp_grpc_address", raw["otlp_grpc_address"]),
+            otlp_http_address=parse_address("otlp_http_address", raw["otlp_http_address"]),
+            ui_address=parse_address("ui_address", raw["ui_address"]),
+            ingest_token=raw["ingest_token"] or None,
+            ui_token=raw["ui_token"] or None,
+        )
+
+
+_check_fields_match()

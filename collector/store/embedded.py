@@ -1,0 +1,78 @@
+"""The embedded store: ClickHouse in-process through chdb.
+
+chdb allows one data directory per process (NOTES.md), so the collector owns
+its store and read commands go through the collector's API.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Mapping
+
+from .base import StoreError, StoreUnavailable, parse_json_each_row
+
+# chdb settings applied once per session: integers as JSON numbers, so rows
+# decode to the same Python values as on the server store.
+_SESSION_SETTINGS = ("SET output_format_json_quote_64bit_integers = 0",)
+
+
+class EmbeddedStore:
+    def __init__(self, data_dir: str, *, database: str = "promptprism", retention_days: int = 30):
+        from chdb import session  # heavy import, only on the collector side
+
+        self.database = database
+        self.retention_days = retention_days
+        self.data_dir = os.path.abspath(data_dir)
+        os.makedirs(self.data_dir, exist_ok=True)
+        try:
+            self._session = session.Session(os.path.join(self.data_dir, "clickhouse"))
+        except Exception as error:  # another process holds the directory, …
+            raise StoreUnavailable(f"cannot open embedded store at {self.data_dir}: {error}") from error
+        # chdb sessions tolerate concurrent reads, but an insert must not
+        # interleave with a SET; one lock keeps statements whole.
+        self._lock = threading.RLock()
+        for statement in _SESSION_SETTINGS:
+            self._session.query(statement)
+        self.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
+
+    def with_database(self, database: str, *, retention_days: int | None = None) -> "EmbeddedStore":
+        """Another database on the same chdb session (one data dir per process).
+
+        Tests use this for a fresh database each, as clickhouse-connect's own
+        integration tests do.
+        """
+        view = object.__new__(EmbeddedStore)
+        view.database = database
+        view.retention_days = self.retention_days if retention_days is None else retention_days
+        view.data_dir = self.data_dir
+        view._session = self._session
+        view._lock = self._lock
+        view.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
+        return view
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        self._run(sql, "CSV", params)
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        return parse_json_each_row(self._run(sql, "JSONEachRow", params))
+
+    def insert(self, table: str, columns: Any) -> None:
+        # chdb reads the local variable named in Python(...) from this frame.
+        data = columns  # noqa: F841
+        self._run(f"INSERT INTO {self.database}.{table} SELECT * FROM Python(data)", "CSV", None)
+
+    def _run(self, sql: str, fmt: str, params: Mapping[str, Any] | None) -> bytes:
+        with self._lock:
+            try:
+                if params:
+                    result = self._session.query(sql, fmt, params=dict(params))
+                else:
+                    result = self._session.query(sql, fmt)
+            except Exception as error:
+                raise StoreError(str(error)) from error
+        return result.bytes()
+
+    def close(self) -> None:
+        with self._lock:
+            self._session.close()

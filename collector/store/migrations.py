@@ -1,0 +1,77 @@
+"""Versioned DDL: ``schema/NNN_*.sql`` files applied in order, once each.
+
+Applied versions are recorded in ``schema_migrations`` so an upgraded
+collector brings an older database forward and reads the rows it wrote.
+Every statement is idempotent (``IF NOT EXISTS``) so a migration interrupted
+halfway can simply be applied again.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from importlib import resources
+
+from .base import Store
+
+_FILE_PATTERN = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def _split(sql: str) -> tuple[str, ...]:
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return tuple(part.strip() for part in body.split(";") if part.strip())
+
+
+def load_migrations(*, database: str, retention_days: int) -> list[Migration]:
+    """The DDL with placeholders filled: ``${db}``, ``${ttl_days}``."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database):
+        raise ValueError(f"database name {database!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if not isinstance(retention_days, int) or retention_days < 1:
+        raise ValueError(f"retention must be a whole number of days >= 1, got {retention_days!r}")
+    found = []
+    for entry in resources.files(__package__).joinpath("schema").iterdir():
+        match = _FILE_PATTERN.match(entry.name)
+        if not match:
+            continue
+        text = string.Template(entry.read_text(encoding="utf-8")).substitute(
+            db=database, ttl_days=retention_days
+        )
+        found.append(Migration(int(match.group(1)), entry.name, _split(text)))
+    found.sort(key=lambda migration: migration.version)
+    return found
+
+
+def applied_versions(store: Store) -> set[int]:
+    store.execute(
+        f"CREATE TABLE IF NOT EXISTS {store.database}.schema_migrations "
+        "(version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
+        "ENGINE = ReplacingMergeTree ORDER BY version"
+    )
+    rows = store.query(f"SELECT version FROM {store.database}.schema_migrations FINAL")
+    return {int(row["version"]) for row in rows}
+
+
+def migrate(store: Store) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied."""
+    done = applied_versions(store)
+    applied = []
+    for migration in load_migrations(database=store.database, retention_days=store.retention_days):
+        if migration.version in done:
+            continue
+        for statement in migration.statements:
+            store.execute(statement)
+        store.execute(
+            f"INSERT INTO {store.database}.schema_migrations (version, name) "
+            "VALUES ({version:UInt32}, {name:String})",
+            {"version": migration.version, "name": migration.name},
+        )
+        applied.append(migration.name)
+    return applied

@@ -1,0 +1,1 @@
+"""promptprism exporter: OTel SDK + OTLP exporter wiring from the standard OTEL_* variables."""

@@ -1,0 +1,42 @@
+import pyarrow as pa
+import pytest
+
+from promptprism.collector.store.base import StoreError
+from promptprism.collector.store.migrations import load_migrations, migrate
+
+
+def test_migrate_creates_tables_once(store):
+    tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {store.database}")}
+    assert {"requests", "blocks", "tools", "contents", "schema_migrations"} <= tables
+    assert migrate(store) == []  # already applied: nothing to do
+
+
+def test_tables_are_partitioned_by_day_with_ttl(store):
+    for table in ("requests", "blocks", "tools", "contents"):
+        ddl = store.query(
+            "SELECT create_table_query FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": store.database, "t": table},
+        )[0]["create_table_query"]
+        assert "PARTITION BY toDate(" in ddl or "PARTITION BY day" in ddl, table
+        assert f"toIntervalDay({store.retention_days})" in ddl, table
+        assert "ttl_only_drop_parts = 1" in ddl, table
+
+
+def test_parameters_are_bound_not_formatted(store):
+    hostile = "x' OR 1=1 --"
+    store.insert("contents", pa.table({
+        "day": pa.array([19000], pa.date32()), "sha256": ["safe"],
+        "size": pa.array([1], pa.uint64()), "content": ["a"],
+    }))
+    rows = store.query(f"SELECT count() AS n FROM {store.database}.contents WHERE sha256 = {{h:String}}", {"h": hostile})
+    assert rows == [{"n": 0}]
+
+
+def test_bad_sql_is_a_store_error(store):
+    with pytest.raises(StoreError):
+        store.query("SELECT * FROM no_such_database.no_such_table")
+
+
+def test_bad_database_name_is_rejected():
+    with pytest.raises(ValueError, match="identifier"):
+        load_migrations(database="x; DROP TABLE y", retention_days=30)
