@@ -105,3 +105,60 @@ class RequestRecord:
     # Every other span attribute, stringified (the otel_traces convention).
     attributes: dict[str, str] = field(default_factory=dict)
     resource_attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SpanEvent:
+    time_ns: int
+    name: str
+    attributes: dict[str, object]  # typed values as decoded (str, int, float, bool, list, dict)
+
+
+@dataclass(slots=True)
+class SpanLink:
+    trace_id: str
+    span_id: str
+    trace_state: str
+    attributes: dict[str, object]
+
+
+@dataclass(slots=True)
+class DecodedSpan:
+    """One OTLP span, decoded, with its resource and scope. Every span becomes
+    an ``otel_traces`` row; those that are LLM requests also become a
+    ``RequestRecord``."""
+
+    trace_id: str  # 32 lowercase hex
+    span_id: str  # 16 lowercase hex
+    parent_span_id: str
+    trace_state: str
+    name: str
+    kind: str  # otel_traces spelling: "Internal", "Server", "Client", "Producer", "Consumer", "Unspecified"
+    start_time_ns: int
+    end_time_ns: int
+    status_code: str  # "Unset" | "Ok" | "Error"
+    status_message: str
+    service: str
+    resource_attributes: dict[str, object]
+    scope_name: str
+    scope_version: str
+    attributes: dict[str, object]
+    events: list[SpanEvent]
+    links: list[SpanLink]
+    dropped_events_count: int = 0
+    dropped_attributes_count: int = 0
+
+
+@dataclass(slots=True)
+class IngestBatch:
+    """What one accepted OTLP export hands to the sink.
+
+    ``dedup_token`` identifies the export payload (sha256 of its bytes): the
+    same batch re-sent after a timeout carries the same token and must not
+    create duplicate rows.
+    """
+
+    spans: list[DecodedSpan]
+    records: list[RequestRecord]
+    dedup_token: str
+    unmapped_reasons: dict[str, int] = field(default_factory=dict)  # counts for /metrics
