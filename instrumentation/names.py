@@ -93,6 +93,12 @@ REQUEST_CONTEXT_WINDOW = "promptprism.request.context_window"
 REQUEST_HEADROOM_TOKENS = "promptprism.request.headroom_tokens"
 REQUEST_REASONING_EFFORT = "promptprism.request.reasoning_effort"
 REQUEST_MANIFEST_SCHEMA_VERSION = "promptprism.request.manifest.schema_version"
+# Anthropic's `thinking.budget_tokens` (promptprism extension): a budget, not an effort word.
+REQUEST_REASONING_BUDGET_TOKENS = "promptprism.request.reasoning_budget_tokens"
+# Where the request went, without the URL itself (promptprism extension):
+# `loopback` / `private` / `public` and a fingerprint of scheme://host:port.
+REQUEST_ENDPOINT_HOST_CLASS = "promptprism.request.endpoint.host_class"
+REQUEST_ENDPOINT_FINGERPRINT = "promptprism.request.endpoint.fingerprint"
 
 MESSAGE_ID = "promptprism.message.id"
 PROCESS_KIND = "promptprism.process.kind"
