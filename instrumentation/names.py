@@ -42,6 +42,11 @@ GEN_AI_COMPLETION_PREFIX = "gen_ai.completion."
 OPERATION_CHAT = "chat"
 OPERATION_TEXT_COMPLETION = "text_completion"
 OPERATION_GENERATE_CONTENT = "generate_content"
+# Operations that are not an LLM request (no prompt is sent): the collector
+# stores their spans in otel_traces but makes no request record of them.
+OPERATION_EXECUTE_TOOL = "execute_tool"
+OPERATION_INVOKE_AGENT = "invoke_agent"
+OPERATION_CREATE_AGENT = "create_agent"
 
 # gen_ai.provider.name values
 PROVIDER_OPENAI = "openai"
@@ -120,6 +125,9 @@ BLOCK_END = "promptprism.block.end"
 BLOCK_SIZE = "promptprism.block.size"
 BLOCK_SHA256 = "promptprism.block.sha256"
 BLOCK_CONTENT = "promptprism.block.content"
+# true when .content was redacted before export: its sha256 still describes
+# the original bytes, so the collector skips the content checks (promptprism extension).
+BLOCK_REDACTED = "promptprism.block.redacted"
 
 EVENT_TOOL_DEFINITION = "promptprism.tool.definition"
 TOOL_NAME = "promptprism.tool.name"
