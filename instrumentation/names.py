@@ -34,6 +34,7 @@ GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+ERROR_TYPE = "error.type"  # general semconv: the exception class of a failed request
 # Legacy flattened content: gen_ai.prompt.N.role / .content, gen_ai.completion.N.*
 GEN_AI_PROMPT_PREFIX = "gen_ai.prompt."
 GEN_AI_COMPLETION_PREFIX = "gen_ai.completion."
@@ -62,6 +63,12 @@ EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
 
 # Content capture switch and its values (SPEC §3)
 ENV_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# Directory of template overrides (global/NAME.j2, scopes/SCOPE/NAME.j2) that
+# TemplateCatalog and `promptprism template show` load when none is given.
+ENV_TEMPLATE_OVERRIDES = "PROMPTPRISM_TEMPLATE_OVERRIDES"
+# Built-in templates for `promptprism template show`: a directory of NAME.j2
+# files, or `package.module:attribute` naming the application's TemplateCatalog.
+ENV_TEMPLATES = "PROMPTPRISM_TEMPLATES"
 CAPTURE_NO_CONTENT = "NO_CONTENT"
 CAPTURE_SPAN_ONLY = "SPAN_ONLY"
 CAPTURE_EVENT_ONLY = "EVENT_ONLY"
@@ -125,6 +132,10 @@ BLOCK_END = "promptprism.block.end"
 BLOCK_SIZE = "promptprism.block.size"
 BLOCK_SHA256 = "promptprism.block.sha256"
 BLOCK_CONTENT = "promptprism.block.content"
+# True when .content was altered by the redaction hook before export: size and
+# sha256 describe the original bytes, so the collector cannot verify them
+# against this content and must skip the hash check (promptprism extension).
+BLOCK_REDACTED = "promptprism.block.redacted"
 # true when .content was redacted before export: its sha256 still describes
 # the original bytes, so the collector skips the content checks (promptprism extension).
 BLOCK_REDACTED = "promptprism.block.redacted"
@@ -134,6 +145,7 @@ TOOL_NAME = "promptprism.tool.name"
 TOOL_SIZE = "promptprism.tool.size"
 TOOL_SHA256 = "promptprism.tool.sha256"
 TOOL_CONTENT = "promptprism.tool.content"
+TOOL_REDACTED = "promptprism.tool.redacted"  # as BLOCK_REDACTED (promptprism extension)
 
 # --- value vocabularies ------------------------------------------------------
 STABILITY_STATIC = "static"
