@@ -132,10 +132,6 @@ BLOCK_END = "promptprism.block.end"
 BLOCK_SIZE = "promptprism.block.size"
 BLOCK_SHA256 = "promptprism.block.sha256"
 BLOCK_CONTENT = "promptprism.block.content"
-# True when .content was altered by the redaction hook before export: size and
-# sha256 describe the original bytes, so the collector cannot verify them
-# against this content and must skip the hash check (promptprism extension).
-BLOCK_REDACTED = "promptprism.block.redacted"
 # true when .content was redacted before export: its sha256 still describes
 # the original bytes, so the collector skips the content checks (promptprism extension).
 BLOCK_REDACTED = "promptprism.block.redacted"
