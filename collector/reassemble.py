@@ -1,0 +1,345 @@
+"""Decoded spans → request records. Pure: no I/O, no clock, no globals.
+
+A span becomes a ``RequestRecord`` when it carries ``promptprism.*`` or
+``gen_ai.*`` attributes (or promptprism events) and is an LLM request, not a
+tool or agent span. Its block map is validated byte for byte (SPEC §2, §4);
+a map that fails any check is dropped and the record is stored unmapped with
+the reason (``names.UNMAPPED_*``), never with a wrong map. One bad span never
+affects its neighbours.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Iterable
+
+from ..instrumentation import names
+from .records import Block, DecodedSpan, RequestRecord, SpanEvent, ToolDefinition
+from .system_prompt import legacy_messages, system_prompt_text
+
+SHA256_HEX_LENGTH = 64
+_HEX_DIGITS = frozenset("0123456789abcdef")
+REPLACEMENT_CHARACTER = "\ufffd"  # what a lenient decoder leaves of a split character
+
+# The block that stands for a whole system prompt seen without a map.
+WHOLE_PROMPT_BLOCK_NAME = "system"
+WHOLE_PROMPT_LAYER = "unknown"  # no map says which layers it holds
+
+_NOT_REQUESTS = frozenset({names.OPERATION_EXECUTE_TOOL, names.OPERATION_INVOKE_AGENT, names.OPERATION_CREATE_AGENT})
+_STABILITIES = frozenset(names.STABILITIES)
+
+# Attribute → record field, by the type the field holds.
+_STRING_FIELDS = {
+    names.GEN_AI_OPERATION_NAME: "operation",
+    names.GEN_AI_REQUEST_MODEL: "model",
+    names.GEN_AI_RESPONSE_MODEL: "response_model",
+    names.GEN_AI_RESPONSE_ID: "response_id",
+    names.GEN_AI_CONVERSATION_ID: "conversation_id",
+    names.MESSAGE_ID: "message_id",
+    names.PROCESS_KIND: "process_kind",
+    names.PROCESS_ID: "process_id",
+    names.RUN_ID: "run_id",
+    names.RUN_MODE: "run_mode",
+    names.RECORD_ID: "record_id",
+    names.PROMPT_SHA256: "prompt_sha256",
+    names.PROMPT_TEMPLATE_NAME: "template_name",
+    names.PROMPT_TEMPLATE_ORIGIN: "template_origin",
+    names.REQUEST_DIALECT: "dialect",
+    names.REQUEST_BODY_SHA256: "body_sha256",
+    names.REQUEST_TOOLS_CATALOG_SHA256: "tools_catalog_sha256",
+    names.REQUEST_REASONING_EFFORT: "reasoning_effort",
+}
+# Unsigned in the requests table: a negative value is ignored, not stored.
+_COUNT_FIELDS = {
+    names.SCHEMA_VERSION_ATTR: "schema_version",
+    names.PROMPT_BYTES: "prompt_bytes",
+    names.PROMPT_BLOCK_COUNT: "declared_block_count",
+    names.REQUEST_BYTES_SYSTEM: "bytes_system",
+    names.REQUEST_BYTES_TOOLS: "bytes_tools",
+    names.REQUEST_BYTES_MESSAGES: "bytes_messages",
+    names.REQUEST_BYTES_FRAMING: "bytes_framing",
+    names.REQUEST_BYTES_TOTAL: "bytes_total",
+    names.REQUEST_TOOLS_COUNT: "tools_count",
+    names.REQUEST_MESSAGES_COUNT: "messages_count",
+    names.REQUEST_TOKENS_ESTIMATE: "tokens_estimate",
+    names.REQUEST_CONTEXT_WINDOW: "context_window",
+}
+_SIGNED_FIELDS = {names.ATTEMPT: "attempt", names.REQUEST_HEADROOM_TOKENS: "headroom_tokens"}
+# Usage: the current name first, the older spelling as a fallback.
+_USAGE_FIELDS = (
+    ("input_tokens", (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_PROMPT_TOKENS)),
+    ("output_tokens", (names.GEN_AI_USAGE_OUTPUT_TOKENS, names.GEN_AI_USAGE_COMPLETION_TOKENS)),
+    ("cache_read_tokens", (names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,)),
+    ("cache_creation_tokens", (names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,)),
+)
+# Content: kept as JSON text on the record, never copied into `attributes`.
+_CONTENT_FIELDS = {
+    names.GEN_AI_SYSTEM_INSTRUCTIONS: "system_instructions",
+    names.GEN_AI_INPUT_MESSAGES: "input_messages",
+    names.GEN_AI_OUTPUT_MESSAGES: "output_messages",
+    names.PROMPT_TEMPLATE_VARIABLES: "template_variables",
+}
+_CONSUMED = frozenset(
+    [*_STRING_FIELDS, *_COUNT_FIELDS, *_SIGNED_FIELDS, *_CONTENT_FIELDS,
+     *(key for _, keys in _USAGE_FIELDS for key in keys),
+     names.GEN_AI_PROVIDER_NAME, names.GEN_AI_SYSTEM, names.GEN_AI_RESPONSE_FINISH_REASONS,
+     names.PROMPT_MAPPED, names.PROMPT_UNMAPPED_REASON]
+)
+_LEGACY_CONTENT_PREFIXES = (names.GEN_AI_PROMPT_PREFIX, names.GEN_AI_COMPLETION_PREFIX)
+
+
+def reassemble(spans: Iterable[DecodedSpan]) -> tuple[list[RequestRecord], dict[str, int]]:
+    """Every request span's record, and how many records are unmapped, by reason."""
+    records: list[RequestRecord] = []
+    unmapped: dict[str, int] = {}
+    for span in spans:
+        record = build_record(span)
+        if record is None:
+            continue
+        records.append(record)
+        if not record.mapped:
+            unmapped[record.unmapped_reason] = unmapped.get(record.unmapped_reason, 0) + 1
+    return records, unmapped
+
+
+def is_request(span: DecodedSpan) -> bool:
+    attributes = span.attributes
+    if attributes.get(names.GEN_AI_OPERATION_NAME) in _NOT_REQUESTS:
+        return False
+    for key in attributes:
+        if key.startswith(("promptprism.", "gen_ai.")):
+            return True
+    return any(event.name in (names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION) for event in span.events)
+
+
+def build_record(span: DecodedSpan) -> RequestRecord | None:
+    if not is_request(span):
+        return None
+    attributes = span.attributes
+    record = RequestRecord(
+        trace_id=span.trace_id, request_id=span.span_id, parent_span_id=span.parent_span_id,
+        started_at_ns=span.start_time_ns, duration_ns=max(0, span.end_time_ns - span.start_time_ns),
+        span_name=span.name, status_code=span.status_code, status_message=span.status_message,
+        service=span.service, scope_name=span.scope_name,
+        resource_attributes={key: stringify(value) for key, value in span.resource_attributes.items()},
+    )
+    _copy_fields(attributes, record)
+    block_events = [event for event in span.events if event.name == names.EVENT_PROMPT_BLOCK]
+    record.tools = [_tool(index, event.attributes) for index, event in
+                    enumerate(event for event in span.events if event.name == names.EVENT_TOOL_DEFINITION)]
+
+    mapped_flag = attributes.get(names.PROMPT_MAPPED)
+    if mapped_flag is False:
+        declared = attributes.get(names.PROMPT_UNMAPPED_REASON)
+        reason = declared if isinstance(declared, str) and declared else names.UNMAPPED_NOT_RENDERED
+    elif block_events or names.PROMPT_BLOCK_COUNT in attributes or mapped_flag is True:
+        blocks, reason = validate_blocks(attributes, block_events, span.dropped_events_count)
+        if not reason:
+            record.blocks, record.mapped = blocks, True
+            return record
+    else:  # no promptprism map at all: another instrumentation, or a span without a prompt
+        reason = names.UNMAPPED_NOT_RENDERED if record.schema_version else names.UNMAPPED_NO_BLOCKS
+    record.unmapped_reason = reason
+    _whole_prompt_block(attributes, record)
+    return record
+
+
+def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: int) -> tuple[list[Block], str]:
+    """The block map, or ``([], reason)`` at the first check it fails."""
+    prompt_bytes = attributes.get(names.PROMPT_BYTES)
+    declared = attributes.get(names.PROMPT_BLOCK_COUNT)
+    if type(prompt_bytes) is not int or prompt_bytes < 0 or type(declared) is not int or declared < 0:
+        return [], names.UNMAPPED_BAD_ATTRIBUTES
+    if dropped_events > 0 or len(events) < declared:
+        return [], names.UNMAPPED_INCOMPLETE
+    if len(events) > declared:
+        return [], names.UNMAPPED_BAD_ATTRIBUTES
+    parsed = []
+    for event in events:
+        block = _block(event.attributes)
+        if block is None:
+            return [], names.UNMAPPED_BAD_ATTRIBUTES
+        parsed.append(block)
+    parsed.sort(key=lambda pair: pair[0].index)
+    blocks = [block for block, _ in parsed]
+    position = 0
+    for expected_index, block in enumerate(blocks):
+        if block.index != expected_index:
+            return [], names.UNMAPPED_BAD_ATTRIBUTES
+        start, end = block.start, block.end
+        if start < 0 or end < start or end > prompt_bytes or block.size != end - start:
+            return [], names.UNMAPPED_BAD_RANGE
+        if start == end:
+            return [], names.UNMAPPED_EMPTY_BLOCK
+        if start != position:
+            return [], names.UNMAPPED_NOT_TILING
+        position = end
+    if position != prompt_bytes:
+        return [], names.UNMAPPED_NOT_TILING
+    reason = _check_content(parsed, attributes)
+    return ([], reason) if reason else (blocks, "")
+
+
+def _check_content(blocks: list[tuple[Block, bool]], attributes: dict) -> str:
+    """Hash and UTF-8 checks of captured content; redacted content is skipped."""
+    whole = hashlib.sha256()
+    complete = True
+    for block, redacted in blocks:
+        content = block.content
+        if content is None or redacted:
+            complete = False
+            continue
+        try:
+            encoded = content.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogate: half a character
+            return names.UNMAPPED_UTF8_BOUNDARY
+        if len(encoded) != block.size or hashlib.sha256(encoded).hexdigest() != block.sha256:
+            if content.startswith(REPLACEMENT_CHARACTER) or content.endswith(REPLACEMENT_CHARACTER):
+                return names.UNMAPPED_UTF8_BOUNDARY
+            return names.UNMAPPED_HASH_MISMATCH
+        whole.update(encoded)
+    prompt_sha256 = attributes.get(names.PROMPT_SHA256)
+    if complete and blocks and isinstance(prompt_sha256, str) and prompt_sha256:
+        if whole.hexdigest() != prompt_sha256.lower():
+            return names.UNMAPPED_HASH_MISMATCH
+    return ""
+
+
+def _block(attributes: dict) -> tuple[Block, bool] | None:
+    """A block event's fields, and whether its content was redacted."""
+    get = attributes.get
+    index, start, end, size = get(names.BLOCK_INDEX), get(names.BLOCK_START), get(names.BLOCK_END), get(names.BLOCK_SIZE)
+    if type(index) is not int or type(start) is not int or type(end) is not int or type(size) is not int:
+        return None
+    name, layer, source, sha256 = get(names.BLOCK_NAME), get(names.BLOCK_LAYER), get(names.BLOCK_SOURCE), get(names.BLOCK_SHA256)
+    stability, content = get(names.BLOCK_STABILITY), get(names.BLOCK_CONTENT)
+    if not (type(name) is str and type(layer) is str and type(source) is str and type(sha256) is str):
+        return None
+    if content is not None and type(content) is not str:
+        return None
+    sha256 = sha256.lower()
+    if len(sha256) != SHA256_HEX_LENGTH or not _HEX_DIGITS.issuperset(sha256):
+        return None
+    if stability not in _STABILITIES:
+        stability = names.STABILITY_UNKNOWN
+    return Block(index, name, layer, stability, source, start, end, size, sha256, content), get(names.BLOCK_REDACTED) is True
+
+
+def _tool(index: int, attributes: dict) -> ToolDefinition:
+    name, size, sha256, content = (attributes.get(names.TOOL_NAME), attributes.get(names.TOOL_SIZE),
+                                   attributes.get(names.TOOL_SHA256), attributes.get(names.TOOL_CONTENT))
+    content = content if isinstance(content, str) else None
+    if type(size) is not int or size < 0:
+        size = len(content.encode("utf-8", "replace")) if content is not None else 0
+    return ToolDefinition(index, name if isinstance(name, str) else "", size,
+                          sha256 if isinstance(sha256, str) else "", content)
+
+
+def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:
+    """Without a trustworthy map, the system prompt text (when captured) is one block."""
+    found = system_prompt_text(attributes)
+    if found is None:
+        return
+    source, text = found
+    encoded = text.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(encoded).hexdigest()
+    if record.prompt_sha256 and record.prompt_sha256.lower() != digest:
+        return  # the captured text is not the prompt the span describes
+    record.prompt_bytes, record.prompt_sha256 = len(encoded), digest
+    if encoded:
+        record.blocks = [Block(0, WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, names.STABILITY_UNKNOWN,
+                               source, 0, len(encoded), len(encoded), digest, text)]
+
+
+def _copy_fields(attributes: dict, record: RequestRecord) -> None:
+    rest = {}
+    for key, value in attributes.items():
+        if key in _CONSUMED or key.startswith(_LEGACY_CONTENT_PREFIXES):
+            continue
+        rest[key] = stringify(value)
+    record.attributes = rest
+    for key, field_name in _STRING_FIELDS.items():
+        value = attributes.get(key)
+        if value is not None:
+            setattr(record, field_name, value if isinstance(value, str) else stringify(value))
+    for key, field_name in _COUNT_FIELDS.items():
+        number = _integer(attributes.get(key))
+        if number is not None and number >= 0:
+            setattr(record, field_name, number)
+    for key, field_name in _SIGNED_FIELDS.items():
+        number = _integer(attributes.get(key))
+        if number is not None:
+            setattr(record, field_name, number)
+    for field_name, keys in _USAGE_FIELDS:
+        for key in keys:
+            number = _integer(attributes.get(key))
+            if number is not None:
+                setattr(record, field_name, number)
+                break
+    provider = attributes.get(names.GEN_AI_PROVIDER_NAME, attributes.get(names.GEN_AI_SYSTEM))
+    record.provider = provider if isinstance(provider, str) else ""
+    record.finish_reasons = _string_list(attributes.get(names.GEN_AI_RESPONSE_FINISH_REASONS))
+    for key, field_name in _CONTENT_FIELDS.items():
+        value = attributes.get(key)
+        if value is not None:
+            setattr(record, field_name, value if isinstance(value, str) else to_json(value))
+    if not record.input_messages or not record.output_messages:
+        inputs, outputs = legacy_messages(attributes)
+        record.input_messages = record.input_messages or (to_json(inputs) if inputs else "")
+        record.output_messages = record.output_messages or (to_json(outputs) if outputs else "")
+
+
+def _integer(value: object) -> int | None:
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is str:
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _string_list(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [item if isinstance(item, str) else stringify(item) for item in value]
+    if isinstance(value, str) and value:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        return _string_list(parsed) if isinstance(parsed, list) else [value]
+    return []
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
+
+
+def to_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+
+
+def stringify(value: object) -> str:
+    """An attribute value as text, the otel_traces convention: strings as
+    they are, booleans lowercase, numbers in decimal, arrays and maps as JSON,
+    bytes as base64."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return to_json(value)

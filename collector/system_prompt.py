@@ -1,0 +1,103 @@
+"""The system prompt and messages as other GenAI instrumentations send them.
+
+Pure. Spans without a promptprism block map still tell us the system prompt
+when content capture was on, in one of several shapes:
+
+- ``gen_ai.system_instructions``: a list of parts ``[{"type": "text",
+  "content": …}]``, as a JSON string or a structured (array/kvlist) value;
+- ``gen_ai.input.messages``: messages whose ``role`` is ``system``, with
+  ``parts`` (current semconv) or ``content`` (a string, or provider-style
+  ``[{"type": "text", "text": …}]``);
+- the older flattened ``gen_ai.prompt.N.role`` / ``gen_ai.prompt.N.content``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..instrumentation import names
+
+SYSTEM_ROLES = ("system", "developer")  # OpenAI renamed system to developer for o-series models
+# Messages are joined into one prompt text the way chat templates separate them.
+MESSAGE_SEPARATOR = "\n\n"
+# gen_ai.prompt.N: N beyond this is not a real prompt (and would make the scan unbounded).
+MAX_LEGACY_MESSAGES = 10_000
+
+
+def system_prompt_text(attributes: dict) -> tuple[str, str] | None:
+    """(attribute it came from, text), or None when no system text was captured."""
+    instructions = _structured(attributes.get(names.GEN_AI_SYSTEM_INSTRUCTIONS))
+    if instructions is not None:
+        if isinstance(instructions, str):
+            return names.GEN_AI_SYSTEM_INSTRUCTIONS, instructions
+        text = _parts_text(instructions)
+        if text is not None:
+            return names.GEN_AI_SYSTEM_INSTRUCTIONS, text
+    messages = _structured(attributes.get(names.GEN_AI_INPUT_MESSAGES))
+    if isinstance(messages, list):
+        texts = [_message_text(message) for message in messages
+                 if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES]
+        texts = [text for text in texts if text is not None]
+        if texts:
+            return names.GEN_AI_INPUT_MESSAGES, MESSAGE_SEPARATOR.join(texts)
+    inputs, _ = legacy_messages(attributes)
+    texts = [message["content"] for message in inputs
+             if message.get("role") in SYSTEM_ROLES and isinstance(message.get("content"), str)]
+    if texts:
+        return names.GEN_AI_PROMPT_PREFIX + "N.content", MESSAGE_SEPARATOR.join(texts)
+    return None
+
+
+def legacy_messages(attributes: dict) -> tuple[list[dict], list[dict]]:
+    """``gen_ai.prompt.N.*`` and ``gen_ai.completion.N.*`` as lists of message dicts."""
+    return _flattened(attributes, names.GEN_AI_PROMPT_PREFIX), _flattened(attributes, names.GEN_AI_COMPLETION_PREFIX)
+
+
+def _flattened(attributes: dict, prefix: str) -> list[dict]:
+    by_index: dict[int, dict] = {}
+    for key, value in attributes.items():
+        if not key.startswith(prefix):
+            continue
+        index_text, _, field_name = key[len(prefix):].partition(".")
+        if not index_text.isdigit() or not field_name or int(index_text) > MAX_LEGACY_MESSAGES:
+            continue
+        by_index.setdefault(int(index_text), {})[field_name] = value
+    return [by_index[index] for index in sorted(by_index)]
+
+
+def _structured(value: object) -> object:
+    """A JSON string parsed; structured values as they are; plain text stays text."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped.startswith(("[", "{")):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+    return value
+
+
+def _parts_text(parts: object) -> str | None:
+    if isinstance(parts, dict):
+        parts = [parts]
+    if not isinstance(parts, list):
+        return None
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type", "text") == "text":
+            text = part.get("content", part.get("text"))
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts) if texts else None
+
+
+def _message_text(message: dict) -> str | None:
+    if "parts" in message:
+        return _parts_text(message["parts"])
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return _parts_text(content)
