@@ -1,1 +1,67 @@
-"""promptprism instrumentation: render prompts with exact block maps and record every LLM request as a span."""
+"""promptprism instrumentation: render prompts with exact block maps and record every LLM request as a span.
+
+Render: :class:`TemplateCatalog` (Jinja2 templates with scope/global overrides),
+:func:`render_string`, :class:`PromptBuilder` / :func:`build_prompt`; declare
+injected values with :func:`block` and :func:`inline`.
+Record: :func:`record_llm_request`, ambient :func:`correlation`.
+Configure: :func:`configure_content_capture`, :func:`set_redactor`,
+:func:`span_limits_for_prompts` / :func:`prompt_tracer_provider`.
+"""
+
+from .capture import configure_content_capture
+from .context import correlation
+from .record import (
+    RecordedRequest,
+    ToolSpec,
+    failure_count,
+    prompt_tracer_provider,
+    record_llm_request,
+    span_limits_for_prompts,
+)
+from .redact import keep_everything, mask_secrets, set_redactor
+from .segments import (
+    Block,
+    PromptBuilder,
+    SegmentedPrompt,
+    Template,
+    Value,
+    block,
+    build_prompt,
+    inline,
+    lookup_rendered,
+)
+from .templates import (
+    ResolvedTemplate,
+    TemplateCatalog,
+    TemplateError,
+    prompt_environment,
+    render_string,
+)
+
+__all__ = [
+    "Block",
+    "PromptBuilder",
+    "RecordedRequest",
+    "ResolvedTemplate",
+    "SegmentedPrompt",
+    "Template",
+    "TemplateCatalog",
+    "TemplateError",
+    "ToolSpec",
+    "Value",
+    "block",
+    "build_prompt",
+    "configure_content_capture",
+    "correlation",
+    "failure_count",
+    "inline",
+    "keep_everything",
+    "lookup_rendered",
+    "mask_secrets",
+    "prompt_environment",
+    "prompt_tracer_provider",
+    "record_llm_request",
+    "render_string",
+    "set_redactor",
+    "span_limits_for_prompts",
+]
