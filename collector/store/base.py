@@ -10,6 +10,7 @@ so both stores return identical Python values.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping, Protocol, Sequence
 
 
@@ -34,10 +35,43 @@ class Store(Protocol):
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a SELECT and return its rows as dicts."""
 
-    def insert(self, table: str, columns: Any) -> None:
-        """Insert a pyarrow.Table (column names = table columns) into ``database.table``."""
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
+        """Insert a pyarrow.Table (column names = table columns) into ``database.table``.
+
+        With ``dedup_token`` a repeat of the same insert is dropped by
+        ClickHouse (``insert_deduplication_token``; the tables set
+        ``non_replicated_deduplication_window``).
+        """
 
     def close(self) -> None: ...
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Column names may be Nested sub-columns (`Events.Timestamp`).
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+_TOKEN = re.compile(r"[A-Za-z0-9_:.-]{1,200}")
+
+
+def checked_identifier(name: str) -> str:
+    """A database or table name, validated: these are formatted into SQL, never bound."""
+    if not _IDENTIFIER.fullmatch(name):
+        raise ValueError(f"{name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    return name
+
+
+def column_list(names: Sequence[str]) -> str:
+    """``(`a`, `Events.Timestamp`, …)`` for an INSERT, every name validated."""
+    for name in names:
+        if not _COLUMN.fullmatch(name):
+            raise ValueError(f"{name!r} is not a column name")
+    return "(" + ", ".join(f"`{name}`" for name in names) + ")"
+
+
+def checked_token(token: str) -> str:
+    """An insert_deduplication_token (we make them: hex digests), validated before use."""
+    if not _TOKEN.fullmatch(token):
+        raise ValueError(f"{token!r} is not a deduplication token")
+    return token
 
 
 def parse_json_each_row(payload: bytes) -> list[dict[str, Any]]:

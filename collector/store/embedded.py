@@ -10,7 +10,14 @@ import os
 import threading
 from typing import Any, Mapping
 
-from .base import StoreError, StoreUnavailable, parse_json_each_row
+from .base import (
+    StoreError,
+    StoreUnavailable,
+    checked_identifier,
+    checked_token,
+    column_list,
+    parse_json_each_row,
+)
 
 # chdb settings applied once per session: integers as JSON numbers, so rows
 # decode to the same Python values as on the server store.
@@ -21,7 +28,7 @@ class EmbeddedStore:
     def __init__(self, data_dir: str, *, database: str = "promptprism", retention_days: int = 30):
         from chdb import session  # heavy import, only on the collector side
 
-        self.database = database
+        self.database = checked_identifier(database)
         self.retention_days = retention_days
         self.data_dir = os.path.abspath(data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
@@ -43,7 +50,7 @@ class EmbeddedStore:
         integration tests do.
         """
         view = object.__new__(EmbeddedStore)
-        view.database = database
+        view.database = checked_identifier(database)
         view.retention_days = self.retention_days if retention_days is None else retention_days
         view.data_dir = self.data_dir
         view._session = self._session
@@ -57,10 +64,20 @@ class EmbeddedStore:
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         return parse_json_each_row(self._run(sql, "JSONEachRow", params))
 
-    def insert(self, table: str, columns: Any) -> None:
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
         # chdb reads the local variable named in Python(...) from this frame.
         data = columns  # noqa: F841
-        self._run(f"INSERT INTO {self.database}.{table} SELECT * FROM Python(data)", "CSV", None)
+        settings = ""
+        if dedup_token:
+            settings = f" SETTINGS insert_deduplication_token = '{checked_token(dedup_token)}'"
+        # Columns by name: a table with more columns (a later migration) fills
+        # the rest from their DEFAULTs, and older spooled rows still load.
+        self._run(
+            f"INSERT INTO {self.database}.{checked_identifier(table)} {column_list(columns.column_names)}"
+            f" SELECT * FROM Python(data){settings}",
+            "CSV",
+            None,
+        )
 
     def _run(self, sql: str, fmt: str, params: Mapping[str, Any] | None) -> bytes:
         with self._lock:

@@ -1,0 +1,414 @@
+"""The write path: accepted batches → ClickHouse, or → the on-disk spool.
+
+``Sink.accept`` returns only once a batch is durable: inserted into the
+store, or written (fsync'ed) to the spool under ``data_dir`` when the store
+is unreachable. Receiver threads call ``accept`` concurrently; one writer
+thread groups what is waiting into one insert per table (every INSERT costs
+~7 ms whatever its size, NOTES.md). A replay thread moves spooled groups
+into the store when it is back and deletes each file only after its insert
+succeeded. Past the memory or spool bounds ``accept`` raises
+``Backpressure`` and the receiver answers with OTLP's retryable codes.
+
+Idempotence: every insert carries an ``insert_deduplication_token`` derived
+from the batches' ``dedup_token``s (the same group, e.g. a spool replay, is
+dropped by ClickHouse), and the tokens of batches made durable recently are
+remembered, so a batch re-sent after a timeout is acknowledged without
+writing it again, whatever group it would have landed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from .records import IngestBatch
+from .rows import ContentKey, TableSet, build_tables, merge_tables
+from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
+from .store.base import Store, StoreError, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+# One group (one insert per table) holds at most this many spans: at the
+# ~440k rows/s chdb inserts, 20k spans and their blocks stay well under a
+# second of insert work, so no accept waits long behind a big group.
+MAX_GROUP_SPANS = 20_000
+# …and at most this much estimated payload, bounding the Arrow copy of a group.
+MAX_GROUP_BYTES = 64 * 1024 * 1024
+# After the first batch arrives, wait this long for others to share its
+# inserts: a fraction of one insert's ~7 ms, so a lone batch barely notices.
+GROUP_LINGER_SECONDS = 0.002
+# Accepted but not yet durable: the memory bound. A receiver past it gets
+# Backpressure instead of the process growing without limit.
+MAX_PENDING_BATCHES = 1024
+MAX_PENDING_BYTES = 256 * 1024 * 1024
+# Spool bounds (per collector): a day of moderate traffic while ClickHouse
+# is down, without filling a small disk.
+DEFAULT_SPOOL_MAX_BYTES = 2 * 1024 * 1024 * 1024
+DEFAULT_SPOOL_MAX_FILES = 100_000
+# Tokens of batches made durable recently: an exporter retries within
+# seconds to minutes, far fewer batches than this. ~100 bytes each.
+RECENT_BATCH_TOKENS = 65_536
+# (day, sha256) of content written recently: a static system prompt sent
+# 10,000 times a day is written once. ~150 bytes each, ~15 MB at most.
+RECENT_CONTENT_KEYS = 100_000
+# While the store is down, try it again after this long, doubling up to the
+# maximum: fast recovery from a blip, little noise during an outage.
+STORE_RETRY_INITIAL_SECONDS = 0.5
+STORE_RETRY_MAX_SECONDS = 15.0
+# How often the replay thread looks at the spool when nothing woke it.
+REPLAY_POLL_SECONDS = 1.0
+# An accept that is not durable by then is answered retryable; a later
+# write of the same batch is harmless (deduplicated).
+ACCEPT_TIMEOUT_SECONDS = 120.0
+# What a receiver tells the client to wait when we push back.
+BACKPRESSURE_RETRY_AFTER_SECONDS = 5.0
+# Per-span overhead in the pending-bytes estimate (ids, names, attributes).
+SPAN_OVERHEAD_BYTES = 1024
+
+
+class Backpressure(Exception):
+    """The batch was not accepted: store down and spool full, or memory bound reached."""
+
+    def __init__(self, message: str, retry_after_seconds: float = BACKPRESSURE_RETRY_AFTER_SECONDS):
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+def group_token(batch_tokens: list[str]) -> str:
+    """The insert_deduplication_token of a group: the same batches → the same token."""
+    return hashlib.sha256("\n".join(sorted(batch_tokens)).encode("utf-8")).hexdigest()
+
+
+def estimate_bytes(batch: IngestBatch) -> int:
+    total = 0
+    for span in batch.spans:
+        total += SPAN_OVERHEAD_BYTES + 256 * len(span.events)
+    for record in batch.records:
+        total += len(record.system_instructions) + len(record.input_messages) + len(record.output_messages)
+        total += sum(len(item.content or "") for item in (*record.blocks, *record.tools))
+    return total
+
+
+class _Recent:
+    """A bounded set that forgets the oldest entries first."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._items: OrderedDict = OrderedDict()
+
+    def __contains__(self, item) -> bool:
+        return item in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, item) -> None:
+        self._items[item] = None
+        self._items.move_to_end(item)
+        while len(self._items) > self.limit:
+            self._items.popitem(last=False)
+
+
+@dataclass
+class _Ticket:
+    batch: IngestBatch
+    token: str
+    size: int
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def finish(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self.done.set()
+
+
+class Sink:
+    def __init__(self, store: Store, spool: Spool):
+        self.store = store
+        self.spool = spool
+        self._condition = threading.Condition()
+        self._queue: list[_Ticket] = []
+        self._pending_bytes = 0
+        self._closing = False
+        self._state_lock = threading.Lock()  # recent sets, store health, counters
+        self._replay_lock = threading.Lock()  # one replay pass at a time
+        self._replay_wake = threading.Event()
+        self._recent_batches = _Recent(RECENT_BATCH_TOKENS)
+        self._recent_contents = _Recent(RECENT_CONTENT_KEYS)
+        self._store_down_until = 0.0
+        self._retry_delay = STORE_RETRY_INITIAL_SECONDS
+        self._counters: dict[str, float] = dict.fromkeys((
+            "batches_accepted", "batches_duplicate", "batches_spooled", "batches_replayed",
+            "spans_received", "spans_stored", "requests_stored", "contents_written",
+            "inserts", "insert_seconds_total", "insert_seconds_last", "store_unavailable",
+            "store_errors", "backpressure", "spool_corrupt", "groups_written"), 0)
+        self._writer = threading.Thread(target=self._write_loop, name="promptprism-sink-writer", daemon=True)
+        self._replayer = threading.Thread(target=self._replay_loop, name="promptprism-sink-replay", daemon=True)
+        self._writer.start()
+        self._replayer.start()
+
+    # --- the receiver's side -----------------------------------------------
+
+    def accept(self, batch: IngestBatch) -> None:
+        """Return once ``batch`` is durable; raise Backpressure (retryable) or StoreError."""
+        if not batch.spans and not batch.records:
+            return
+        ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", estimate_bytes(batch))
+        with self._condition:
+            if self._closing:
+                raise Backpressure("the collector is shutting down", 1.0)
+            over = len(self._queue) >= MAX_PENDING_BATCHES or (
+                self._queue and self._pending_bytes + ticket.size > MAX_PENDING_BYTES)
+            if over:
+                self._count("backpressure")
+                raise Backpressure("too many batches waiting to be written")
+            self._queue.append(ticket)
+            self._pending_bytes += ticket.size
+            self._count("spans_received", len(batch.spans))
+            self._condition.notify_all()
+        if not ticket.done.wait(ACCEPT_TIMEOUT_SECONDS):
+            self._count("backpressure")
+            raise Backpressure("the batch was not written in time")
+        if ticket.error is not None:
+            raise ticket.error
+        self._count("batches_accepted")
+
+    def close(self) -> None:
+        """Write everything accepted so far, then stop both threads."""
+        with self._condition:
+            self._closing = True
+            self._condition.notify_all()
+        self._writer.join()
+        self._replay_wake.set()
+        self._replayer.join()
+
+    def stats(self) -> dict[str, float | int]:
+        with self._condition:
+            pending = len(self._queue)
+            pending_bytes = self._pending_bytes
+        with self._state_lock:
+            result: dict[str, float | int] = dict(self._counters)
+            result["store_up"] = int(time.monotonic() >= self._store_down_until)
+        result.update(pending_batches=pending, pending_bytes=pending_bytes,
+                      spool_batches=self.spool.depth_files, spool_bytes=self.spool.depth_bytes)
+        return result
+
+    # --- writer ------------------------------------------------------------
+
+    def _count(self, name: str, amount: float = 1) -> None:
+        with self._state_lock:
+            self._counters[name] += amount
+
+    def _take_group(self) -> list[_Ticket]:
+        with self._condition:
+            while not self._queue and not self._closing:
+                self._condition.wait()
+            if len(self._queue) == 1 and not self._closing:
+                self._condition.wait(GROUP_LINGER_SECONDS)
+            group: list[_Ticket] = []
+            spans = size = 0
+            while self._queue:
+                ticket = self._queue[0]
+                if group and (spans + len(ticket.batch.spans) > MAX_GROUP_SPANS or size + ticket.size > MAX_GROUP_BYTES):
+                    break
+                group.append(self._queue.pop(0))
+                spans += len(ticket.batch.spans)
+                size += ticket.size
+            return group
+
+    def _write_loop(self) -> None:
+        while True:
+            group = self._take_group()
+            if not group:
+                return  # closing and drained
+            try:
+                self._write_group(group)
+            except BaseException as error:  # never leave a receiver waiting forever
+                logger.exception("sink writer failed")
+                for ticket in group:
+                    if not ticket.done.is_set():
+                        ticket.finish(StoreError(f"write failed: {error}"))
+            finally:
+                with self._condition:
+                    self._pending_bytes -= sum(ticket.size for ticket in group)
+
+    def _write_group(self, tickets: list[_Ticket]) -> None:
+        fresh: dict[str, list[_Ticket]] = {}
+        with self._state_lock:
+            for ticket in tickets:
+                if ticket.token in self._recent_batches:
+                    self._counters["batches_duplicate"] += 1
+                    ticket.finish()
+                else:
+                    fresh.setdefault(ticket.token, []).append(ticket)  # same batch twice in one group: once
+        parts: dict[str, TableSet] = {}
+        for token, same in fresh.items():
+            batch = same[0].batch
+            try:
+                parts[token] = build_tables(batch.spans, batch.records, self._recent_contents)
+            except Exception as error:  # a record the columns cannot hold: this batch only
+                logger.exception("cannot lay out batch %s as rows", token)
+                for ticket in same:
+                    ticket.finish(StoreError(f"cannot store batch: {error}"))
+        if not parts:
+            return
+        try:
+            self._store_or_spool(list(parts), merge_tables(parts.values()))
+        except StoreError as error:
+            if len(parts) == 1:
+                self._count("store_errors")
+                for ticket in fresh[next(iter(parts))]:
+                    ticket.finish(error)
+                return
+            # One bad batch must not fail its neighbours: write them one by one.
+            for token, part in parts.items():
+                try:
+                    self._store_or_spool([token], part)
+                except StoreError as single_error:
+                    self._count("store_errors")
+                    for ticket in fresh[token]:
+                        ticket.finish(single_error)
+                else:
+                    for ticket in fresh[token]:
+                        ticket.finish()
+            return
+        except Backpressure as error:
+            for token in parts:
+                for ticket in fresh[token]:
+                    ticket.finish(error)
+            return
+        for token in parts:
+            for ticket in fresh[token]:
+                ticket.finish()
+
+    def _store_or_spool(self, batch_tokens: list[str], tables: TableSet) -> None:
+        """Make ``tables`` durable: in the store, else in the spool. Raises StoreError or Backpressure."""
+        token = group_token(batch_tokens)
+        if time.monotonic() >= self._store_down_until:
+            try:
+                self._insert(tables, token)
+            except StoreUnavailable as error:
+                self._mark_down(error)
+            else:
+                self._made_durable(batch_tokens, tables)
+                return
+        try:
+            self.spool.write(SpooledGroup(token, batch_tokens, tables))
+        except SpoolFull as error:
+            self._count("backpressure")
+            raise Backpressure(f"store unavailable and {error}") from None
+        except OSError as error:
+            self._count("backpressure")
+            raise Backpressure(f"store unavailable and the spool cannot be written: {error}") from None
+        self._count("batches_spooled", len(batch_tokens))
+        self._made_durable(batch_tokens, tables, stored=False)
+        self._replay_wake.set()
+
+    def _insert(self, tables: TableSet, token: str) -> None:
+        for name, table in tables.non_empty():
+            started = time.perf_counter()
+            self.store.insert(name, table, dedup_token=token)
+            elapsed = time.perf_counter() - started
+            with self._state_lock:
+                self._counters["inserts"] += 1
+                self._counters["insert_seconds_total"] += elapsed
+                self._counters["insert_seconds_last"] = elapsed
+
+    def _made_durable(self, batch_tokens: list[str], tables: TableSet, *, stored: bool = True) -> None:
+        with self._state_lock:
+            for token in batch_tokens:
+                self._recent_batches.add(token)
+            for key in tables.content_keys:
+                self._recent_contents.add(key)
+            if stored:
+                self._counters["spans_stored"] += tables.spans
+                self._counters["requests_stored"] += tables.requests
+                self._counters["contents_written"] += len(tables.content_keys)
+                self._counters["groups_written"] += 1
+                self._store_down_until = 0.0
+                self._retry_delay = STORE_RETRY_INITIAL_SECONDS
+
+    def _mark_down(self, error: BaseException) -> None:
+        with self._state_lock:
+            self._counters["store_unavailable"] += 1
+            self._store_down_until = time.monotonic() + self._retry_delay
+            self._retry_delay = min(self._retry_delay * 2, STORE_RETRY_MAX_SECONDS)
+        logger.warning("store unavailable, spooling: %s", error)
+
+    # --- replay ------------------------------------------------------------
+
+    def replay_spool(self) -> int:
+        """One pass over the spool, oldest first; returns the groups moved into the store.
+
+        Stops at the first StoreUnavailable. A file whose rows the store
+        rejects for good (StoreError) or that cannot be read is moved to
+        ``corrupt/`` so it does not block the rest.
+        """
+        replayed = 0
+        with self._replay_lock:
+            for path in self.spool.pending():
+                if time.monotonic() < self._store_down_until:
+                    break
+                try:
+                    group = self.spool.read(path)
+                except FileNotFoundError:
+                    continue
+                except (SpoolCorrupt, OSError, ValueError, KeyError) as error:
+                    logger.error("spool file %s is unreadable (%s); moved aside", path.name, error)
+                    self.spool.quarantine(path)
+                    self._count("spool_corrupt")
+                    continue
+                try:
+                    self._insert(group.tables, group.token)
+                except StoreUnavailable as error:
+                    self._mark_down(error)
+                    break
+                except StoreError as error:
+                    logger.error("store rejects spool file %s (%s); moved aside", path.name, error)
+                    self.spool.quarantine(path)
+                    self._count("spool_corrupt")
+                    continue
+                self.spool.remove(path)
+                self._made_durable(group.batch_tokens, group.tables)
+                self._count("batches_replayed", len(group.batch_tokens))
+                replayed += 1
+        return replayed
+
+    def _replay_loop(self) -> None:
+        while True:
+            with self._condition:
+                closing = self._closing
+            if closing and not self._writer.is_alive():
+                return
+            if self.spool.depth_files:
+                try:
+                    self.replay_spool()
+                except Exception:  # keep replaying later; the files stay on disk
+                    logger.exception("spool replay failed")
+            wait = REPLAY_POLL_SECONDS
+            if self.spool.depth_files:
+                wait = max(0.05, min(REPLAY_POLL_SECONDS, self._store_down_until - time.monotonic()))
+            self._replay_wake.wait(wait)
+            self._replay_wake.clear()
+
+
+def open_sink(
+    store: Store,
+    *,
+    data_dir: str,
+    spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
+    spool_max_files: int = DEFAULT_SPOOL_MAX_FILES,
+) -> Sink:
+    """A running sink writing to ``store``, spooling under ``data_dir/spool``.
+
+    Files left in the spool by an earlier run (a crash, an outage) are
+    replayed in the background from the start.
+    """
+    spool = Spool(os.path.join(data_dir, "spool"), max_bytes=spool_max_bytes, max_files=spool_max_files)
+    return Sink(store, spool)

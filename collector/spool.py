@@ -1,0 +1,192 @@
+"""The on-disk spool: batches that are acknowledged but not yet in ClickHouse.
+
+When the store is unreachable the sink writes the batch's tables here and
+only then acknowledges it; a background thread replays the files into the
+store and deletes each one only after its insert succeeded.
+
+One file per written group, crash-safe: written to a temporary name,
+fsync'ed, renamed into place, and the directory fsync'ed, so a file under
+its final name is complete (a SIGKILL leaves at most a stray temporary,
+which was never acknowledged and is removed at start-up). A checksum over
+the body catches anything a disk does to it later; such files are moved to
+``corrupt/`` and counted, never replayed half-read.
+
+Layout of a file: ``MAGIC``, a 4-byte big-endian header length, the header
+(JSON: tokens, counts, table names and lengths, body sha256), then each
+table as an Arrow IPC stream. Arrow keeps column names, so a spool written
+by an older collector loads into a newer schema (missing columns take their
+DEFAULTs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from .rows import TableSet
+
+MAGIC = b"PPSPOOL1\n"
+SUFFIX = ".spool"
+TEMPORARY_PREFIX = ".tmp-"
+# A header is a few tokens and table names; anything bigger is a damaged file.
+MAX_HEADER_BYTES = 16 * 1024 * 1024
+
+
+class SpoolFull(Exception):
+    """Writing this group would pass the spool's size bounds."""
+
+
+class SpoolCorrupt(Exception):
+    """A spool file that cannot be read back as written."""
+
+
+@dataclass
+class SpooledGroup:
+    token: str  # the group's insert_deduplication_token, reused on replay
+    batch_tokens: list[str]
+    tables: TableSet
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def encode(group: SpooledGroup) -> bytes:
+    blobs: list[tuple[str, bytes]] = []
+    for name, table in group.tables.tables.items():
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        blobs.append((name, sink.getvalue().to_pybytes()))
+    body = b"".join(blob for _, blob in blobs)
+    header = json.dumps({
+        "token": group.token,
+        "batch_tokens": group.batch_tokens,
+        "content_keys": [list(key) for key in group.tables.content_keys],
+        "spans": group.tables.spans,
+        "requests": group.tables.requests,
+        "tables": [[name, len(blob)] for name, blob in blobs],
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }).encode("utf-8")
+    return MAGIC + struct.pack(">I", len(header)) + header + body
+
+
+def decode(data: bytes) -> SpooledGroup:
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
+        raise SpoolCorrupt("not a promptprism spool file")
+    (header_length,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
+    start = len(MAGIC) + 4
+    if header_length > MAX_HEADER_BYTES or start + header_length > len(data):
+        raise SpoolCorrupt("header length out of range")
+    try:
+        header = json.loads(data[start:start + header_length])
+    except ValueError as error:
+        raise SpoolCorrupt(f"bad header: {error}") from None
+    body = data[start + header_length:]
+    if hashlib.sha256(body).hexdigest() != header.get("sha256"):
+        raise SpoolCorrupt("body checksum mismatch")
+    tables: dict[str, pa.Table] = {}
+    offset = 0
+    for name, length in header["tables"]:
+        tables[name] = pa.ipc.open_stream(pa.py_buffer(body[offset:offset + length])).read_all()
+        offset += length
+    return SpooledGroup(
+        token=header["token"],
+        batch_tokens=list(header["batch_tokens"]),
+        tables=TableSet(
+            tables=tables,
+            content_keys=[(int(day), str(sha)) for day, sha in header["content_keys"]],
+            spans=int(header["spans"]),
+            requests=int(header["requests"]),
+        ),
+    )
+
+
+class Spool:
+    """A directory of spool files, oldest first, with size bounds."""
+
+    def __init__(self, directory: str | os.PathLike, *, max_bytes: int, max_files: int):
+        self.directory = Path(directory)
+        self.corrupt_directory = self.directory / "corrupt"
+        self.max_bytes = max_bytes
+        self.max_files = max_files
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._sequence = 0
+        self._sizes: dict[str, int] = {}
+        for entry in self.directory.iterdir():
+            if entry.name.startswith(TEMPORARY_PREFIX):
+                entry.unlink(missing_ok=True)  # a write cut short: never acknowledged
+            elif entry.name.endswith(SUFFIX):
+                self._sizes[entry.name] = entry.stat().st_size
+
+    @property
+    def depth_files(self) -> int:
+        with self._lock:
+            return len(self._sizes)
+
+    @property
+    def depth_bytes(self) -> int:
+        with self._lock:
+            return sum(self._sizes.values())
+
+    def write(self, group: SpooledGroup) -> Path:
+        """Write durably, or raise SpoolFull. Returns once the file is on disk."""
+        data = encode(group)
+        with self._lock:
+            if len(self._sizes) + 1 > self.max_files or sum(self._sizes.values()) + len(data) > self.max_bytes:
+                raise SpoolFull(f"spool at {self.directory} is full")
+            self._sequence += 1
+            # Names sort in write order, across restarts too (wall clock first).
+            name = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:08d}{SUFFIX}"
+            self._sizes[name] = len(data)  # reserve before the slow part
+        final = self.directory / name
+        temporary = self.directory / f"{TEMPORARY_PREFIX}{name}"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, final)
+            _fsync_directory(self.directory)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            with self._lock:
+                self._sizes.pop(name, None)
+            raise
+        return final
+
+    def pending(self) -> list[Path]:
+        with self._lock:
+            return [self.directory / name for name in sorted(self._sizes)]
+
+    def read(self, path: Path) -> SpooledGroup:
+        return decode(path.read_bytes())
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        _fsync_directory(self.directory)
+        with self._lock:
+            self._sizes.pop(path.name, None)
+
+    def quarantine(self, path: Path) -> Path:
+        """Move an unreadable or unloadable file aside, out of the replay loop."""
+        self.corrupt_directory.mkdir(exist_ok=True)
+        target = self.corrupt_directory / path.name
+        os.replace(path, target)
+        _fsync_directory(self.directory)
+        with self._lock:
+            self._sizes.pop(path.name, None)
+        return target
