@@ -20,10 +20,22 @@ PROMPTPRISM_OTLP_HTTP_ADDRESS = "PROMPTPRISM_OTLP_HTTP_ADDRESS"
 PROMPTPRISM_UI_ADDRESS = "PROMPTPRISM_UI_ADDRESS"
 PROMPTPRISM_INGEST_TOKEN = "PROMPTPRISM_INGEST_TOKEN"
 PROMPTPRISM_UI_TOKEN = "PROMPTPRISM_UI_TOKEN"
+# Beyond SPEC §6 (promptprism extensions), each also a flag.
+PROMPTPRISM_RECEIVE_LIMIT_BYTES = "PROMPTPRISM_RECEIVE_LIMIT_BYTES"
+PROMPTPRISM_TLS_CERT_FILE = "PROMPTPRISM_TLS_CERT_FILE"
+PROMPTPRISM_TLS_KEY_FILE = "PROMPTPRISM_TLS_KEY_FILE"
+PROMPTPRISM_SPOOL_MAX_BYTES = "PROMPTPRISM_SPOOL_MAX_BYTES"
 # Where the CLI's read commands find the collector's API.
 PROMPTPRISM_URL = "PROMPTPRISM_URL"
 
 DEFAULT_URL = "http://127.0.0.1:4380"
+# One OTLP export may hold hundreds of prompt spans (NOTES.md: a 512-span
+# batch is ~15 MB) and one prompt may be 10 MiB; gRPC's own 4 MiB default
+# would refuse both. 64 MiB still bounds what one request can make us hold.
+DEFAULT_RECEIVE_LIMIT_BYTES = 64 * 1024 * 1024
+# Matches sink.DEFAULT_SPOOL_MAX_BYTES (not imported: config stays light):
+# a day of moderate traffic while ClickHouse is down, without filling a small disk.
+DEFAULT_SPOOL_MAX_BYTES = 2 * 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,12 @@ SETTINGS: dict[str, Setting] = {
     "ui_address": Setting(PROMPTPRISM_UI_ADDRESS, "127.0.0.1:4380", "inspector, JSON API, /healthz, /metrics"),
     "ingest_token": Setting(PROMPTPRISM_INGEST_TOKEN, None, "bearer token required on OTLP requests"),
     "ui_token": Setting(PROMPTPRISM_UI_TOKEN, None, "bearer token required by the inspector and API"),
+    "receive_limit_bytes": Setting(PROMPTPRISM_RECEIVE_LIMIT_BYTES, DEFAULT_RECEIVE_LIMIT_BYTES,
+                                   "largest OTLP request accepted, in bytes after decompression"),
+    "tls_cert_file": Setting(PROMPTPRISM_TLS_CERT_FILE, None, "PEM certificate: serve every listener over TLS"),
+    "tls_key_file": Setting(PROMPTPRISM_TLS_KEY_FILE, None, "PEM private key for the certificate"),
+    "spool_max_bytes": Setting(PROMPTPRISM_SPOOL_MAX_BYTES, DEFAULT_SPOOL_MAX_BYTES,
+                               "on-disk spool bound while the store is down; past it, clients are told to retry"),
 }
 
 
@@ -108,6 +126,14 @@ class CollectorConfig:
     ui_address: tuple[str, int]
     ingest_token: str | None
     ui_token: str | None
+    receive_limit_bytes: int = DEFAULT_RECEIVE_LIMIT_BYTES
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert_file is not None
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> "CollectorConfig":
@@ -118,6 +144,12 @@ class CollectorConfig:
                 f"{PROMPTPRISM_STORE}={store!r}: expected `embedded` or a ClickHouse URL "
                 "like http://user:password@host:8123/database"
             )
+        cert, key = raw["tls_cert_file"] or None, raw["tls_key_file"] or None
+        if (cert is None) != (key is None):
+            raise ConfigError(f"{PROMPTPRISM_TLS_CERT_FILE} and {PROMPTPRISM_TLS_KEY_FILE} go together: set both or neither")
+        for name, path in (("tls_cert_file", cert), ("tls_key_file", key)):
+            if path is not None and not os.path.isfile(path):
+                raise ConfigError(f"{SETTINGS[name].env}={path!r}: no such file")
         return cls(
             store=store,
             data_dir=str(raw["data_dir"]),
@@ -127,6 +159,10 @@ class CollectorConfig:
             ui_address=parse_address("ui_address", raw["ui_address"]),
             ingest_token=raw["ingest_token"] or None,
             ui_token=raw["ui_token"] or None,
+            receive_limit_bytes=parse_positive_int("receive_limit_bytes", raw["receive_limit_bytes"]),
+            tls_cert_file=None if cert is None else str(cert),
+            tls_key_file=None if key is None else str(key),
+            spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"]),
         )
 
 
