@@ -40,7 +40,8 @@ OVERSIZED_SPAN_LOG_INTERVAL_SECONDS = 60.0
 # --- protobuf size bounds -----------------------------------------------------
 # Upper bounds of the wire encoding (protobuf encoding rules): a field tag is
 # 1 byte for the field numbers OTLP uses here, a length prefix is a varint of
-# at most 5 bytes for messages under 4 GiB.
+# at most 5 bytes for messages under 4 GiB. Strings and attributes, which
+# make up most of a prompt span, get their exact prefix from their length.
 LENGTH_DELIMITED_OVERHEAD = 1 + 5
 # A varint is at most 10 bytes (negative int64), plus its tag.
 VARINT_FIELD_BYTES = 1 + 10
@@ -77,13 +78,28 @@ LINK_FIXED_BYTES = (
 GROUP_FIXED_BYTES = 4 * LENGTH_DELIMITED_OVERHEAD + VARINT_FIELD_BYTES
 
 
+def _delimited_bytes(content_bytes: int) -> int:
+    """A length-delimited field: tag, length prefix (a varint), content."""
+    # Comparisons instead of a loop: this runs for every attribute of every span.
+    if content_bytes < 0x80:
+        return 2 + content_bytes
+    if content_bytes < 0x4000:
+        return 3 + content_bytes
+    if content_bytes < 0x200000:
+        return 4 + content_bytes
+    if content_bytes < 0x10000000:
+        return 5 + content_bytes
+    return 6 + content_bytes
+
+
+def _utf8_length(text: str) -> int:
+    # isascii() is a C-speed scan; encoding is only needed for non-ASCII text.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _string_bytes(text: str | None) -> int:
     """Encoded size of a string field, UTF-8 plus tag and length prefix."""
-    if not text:
-        return LENGTH_DELIMITED_OVERHEAD
-    # isascii() is a C-speed scan; encoding is only needed for non-ASCII text.
-    length = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-    return LENGTH_DELIMITED_OVERHEAD + length
+    return _delimited_bytes(_utf8_length(text)) if text else LENGTH_DELIMITED_OVERHEAD
 
 
 def _value_bytes(value: object) -> int:
@@ -95,18 +111,18 @@ def _value_bytes(value: object) -> int:
     elif isinstance(value, float):
         inner = FIXED64_FIELD_BYTES
     elif isinstance(value, (bytes, bytearray, memoryview)):
-        inner = LENGTH_DELIMITED_OVERHEAD + len(value)
+        inner = _delimited_bytes(len(value))
     elif isinstance(value, Mapping):
-        inner = LENGTH_DELIMITED_OVERHEAD + _attributes_bytes(value)
+        inner = _delimited_bytes(_attributes_bytes(value))
     elif isinstance(value, Sequence):
         # AnyValue → ArrayValue → repeated AnyValue.
-        inner = 2 * LENGTH_DELIMITED_OVERHEAD + sum(_value_bytes(item) for item in value)
+        inner = _delimited_bytes(sum(_value_bytes(item) for item in value))
     elif value is None:
         inner = 0
     else:
         # Unknown types are sent as their string form by the encoder, or dropped.
         inner = _string_bytes(str(value))
-    return LENGTH_DELIMITED_OVERHEAD + inner
+    return _delimited_bytes(inner)
 
 
 def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
@@ -115,7 +131,13 @@ def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
         return 0
     total = 0
     for key, value in attributes.items():
-        total += LENGTH_DELIMITED_OVERHEAD + _string_bytes(key) + _value_bytes(value)
+        # Strings are most attributes of a prompt span: sized inline, without
+        # the generic _value_bytes call, since this loop is the estimate's cost.
+        if value.__class__ is str:
+            value_bytes = _delimited_bytes(_delimited_bytes(_utf8_length(value)))
+        else:
+            value_bytes = _value_bytes(value)
+        total += _delimited_bytes(_delimited_bytes(_utf8_length(key)) + value_bytes)
     return total
 
 
@@ -139,6 +161,8 @@ def estimate_span_bytes(span: ReadableSpan) -> int:
     :func:`estimate_group_bytes`.
     """
     total = SPAN_FIXED_BYTES + _string_bytes(span.name) + _attributes_bytes(span.attributes)
+    # Within a span, the fixed overhead counts the largest length prefix; the
+    # events and attributes are counted exactly by their own prefixes.
     context = span.context
     if context is not None and context.trace_state:
         total += _string_bytes(",".join(f"{key}={value}" for key, value in context.trace_state.items()))

@@ -1,0 +1,183 @@
+"""resolve_settings: argument → traces variable → generic variable → default, strict validation."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace import SpanLimits
+
+from promptprism.exporter import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    PROMPT_EVENT_ATTRIBUTE_LIMIT,
+    PROMPT_SPAN_ATTRIBUTE_LIMIT,
+    PROMPT_SPAN_EVENT_LIMIT,
+    ConfigurationError,
+    resolve_settings,
+)
+
+
+def test_defaults_follow_the_specification():
+    settings = resolve_settings({})
+    assert settings.protocol == "http/protobuf"
+    assert settings.endpoint == "http://localhost:4318/v1/traces"
+    assert settings.headers == {}
+    assert settings.compression == "none"
+    assert settings.timeout_seconds == 10.0
+    assert settings.max_request_bytes == DEFAULT_MAX_REQUEST_BYTES < 64 * 1024 * 1024
+
+
+def test_grpc_default_endpoint():
+    assert resolve_settings({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}).endpoint == "http://localhost:4317"
+
+
+def test_base_endpoint_gets_the_traces_path_for_http_only():
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}
+    assert resolve_settings(environ).endpoint == "http://collector:4318/v1/traces"
+    environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
+    assert resolve_settings(environ).endpoint == "http://collector:4318/"
+
+
+def test_traces_endpoint_is_used_as_is_and_beats_the_base_one():
+    environ = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://base:4318",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:9999/custom",
+    }
+    assert resolve_settings(environ).endpoint == "http://traces:9999/custom"
+
+
+def test_arguments_beat_variables():
+    environ = {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:9999/custom",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "a=from-env",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "3",
+        "OTEL_SERVICE_NAME": "from-env",
+    }
+    settings = resolve_settings(
+        environ,
+        protocol="http/protobuf",
+        endpoint="http://argument:4318",
+        headers={"A": "from-argument"},
+        compression="none",
+        timeout=7,
+        service_name="from-argument",
+    )
+    assert settings.protocol == "http/protobuf"
+    assert settings.endpoint == "http://argument:4318/v1/traces"
+    assert settings.headers == {"a": "from-argument"}
+    assert settings.compression == "none"
+    assert settings.timeout_seconds == 7
+    assert settings.resource_attributes["service.name"] == "from-argument"
+
+
+def test_traces_variables_beat_generic_ones():
+    environ = {
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "a=generic",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "b=traces",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "none",
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "GZIP",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "3",
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "4.5",
+    }
+    settings = resolve_settings(environ)
+    assert settings.protocol == "grpc"
+    # The traces variable replaces the generic one; it is not merged.
+    assert settings.headers == {"b": "traces"}
+    assert settings.compression == "gzip"
+    assert settings.timeout_seconds == 4.5
+
+
+def test_empty_variables_count_as_unset():
+    environ = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "  ", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    assert resolve_settings(environ).protocol == "grpc"
+
+
+def test_headers_are_percent_decoded_and_lowercased():
+    settings = resolve_settings({"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20secret%3D, X-Tenant = a b ,"})
+    assert settings.headers == {"authorization": "Bearer secret=", "x-tenant": "a b"}
+
+
+def test_resource_attributes_and_service_name():
+    environ = {
+        "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=from-attributes,team=a%2Cb",
+        "OTEL_SERVICE_NAME": "checkout",
+    }
+    settings = resolve_settings(environ, resource_attributes={"team": "c"})
+    assert settings.resource_attributes == {
+        "deployment.environment": "prod",
+        # OTEL_SERVICE_NAME wins over service.name in OTEL_RESOURCE_ATTRIBUTES (specification).
+        "service.name": "checkout",
+        "team": "c",
+    }
+
+
+def test_insecure_follows_scheme_unless_set_and_https_always_wins():
+    assert resolve_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1"}).insecure is True
+    assert resolve_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://a:1"}).insecure is False
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_INSECURE": "false"}
+    assert resolve_settings(environ).insecure is False
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://a:1", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true"}
+    assert resolve_settings(environ).insecure is False
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "http/json is not supported"),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "0"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "nan"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "no-equals-sign"}, "OTEL_EXPORTER_OTLP_HEADERS"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "bad name=x"}, "not a valid header name"),
+        ({"OTEL_EXPORTER_OTLP_INSECURE": "yes"}, "OTEL_EXPORTER_OTLP_INSECURE"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4317"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://a:port"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "team"}, "OTEL_RESOURCE_ATTRIBUTES"),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "-5"}, "OTEL_BSP_MAX_QUEUE_SIZE"),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "20"}, "must not exceed"),
+        ({"OTEL_SPAN_EVENT_COUNT_LIMIT": "many"}, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
+        ({"PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES": "16MiB"}, "PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES"),
+    ],
+)
+def test_bad_values_fail_at_configure_time_naming_the_variable(environ, named):
+    with pytest.raises(ConfigurationError, match=named):
+        resolve_settings(environ)
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ConfigurationError, match="argument max_request_bytes"):
+        resolve_settings({}, max_request_bytes=0)
+    with pytest.raises(ConfigurationError, match="argument compression"):
+        resolve_settings({}, compression="brotli")
+
+
+def test_span_limits_are_prompt_sized_by_default():
+    limits = resolve_settings({}).span_limits
+    assert limits.max_events == PROMPT_SPAN_EVENT_LIMIT >= 4096
+    assert limits.max_event_attributes == PROMPT_EVENT_ATTRIBUTE_LIMIT
+    assert limits.max_span_attributes == PROMPT_SPAN_ATTRIBUTE_LIMIT
+    assert limits.max_attribute_length is None  # block content is never truncated
+    assert limits.max_span_attribute_length is None
+
+
+def test_span_limit_variables_set_by_the_application_are_respected():
+    environ = {
+        "OTEL_SPAN_EVENT_COUNT_LIMIT": "50",
+        "OTEL_ATTRIBUTE_COUNT_LIMIT": "7",
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100",
+    }
+    limits = resolve_settings(environ).span_limits
+    assert limits.max_events == 50
+    assert limits.max_event_attributes == 7
+    assert limits.max_span_attributes == 7
+    assert limits.max_attribute_length == 100
+    assert resolve_settings({"OTEL_SPAN_EVENT_COUNT_LIMIT": "unset"}).span_limits.max_events is None
+
+
+def test_explicit_span_limits_argument_wins():
+    limits = SpanLimits(max_events=3)
+    assert resolve_settings({"OTEL_SPAN_EVENT_COUNT_LIMIT": "50"}, span_limits=limits).span_limits is limits
