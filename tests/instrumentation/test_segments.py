@@ -1,0 +1,198 @@
+"""Segmented rendering: the block model of SPEC §2 on concrete prompts."""
+
+from __future__ import annotations
+
+import hashlib
+
+import jinja2
+
+from promptprism.instrumentation import names, segments
+from promptprism.instrumentation.segments import (
+    SENTINEL_CLOSE,
+    SENTINEL_OPEN,
+    Block,
+    PromptBuilder,
+    block,
+    build_prompt,
+    inline,
+    lookup_rendered,
+    tiling_problem,
+)
+from promptprism.instrumentation.templates import render_string
+
+PLAIN = jinja2.Environment(keep_trailing_newline=True)
+
+
+def spans(prompt):
+    return [(b.name, b.layer, b.stability, b.content) for b in prompt.blocks]
+
+
+def test_each_value_is_its_own_block_between_prose_blocks():
+    prompt = render_string(
+        "Identity:\n{{ identity }}\nMemory:\n{{ memory }}\n",
+        [block("identity", "I am Prism.", layer="identity", stability="static", source="config"),
+         block("memory", "Likes tea.", layer="memory", stability="session", source="db:memory")],
+        name="system",
+    )
+    assert prompt.text == "Identity:\nI am Prism.\nMemory:\nLikes tea.\n"
+    assert spans(prompt) == [
+        ("system", "template", "static", "Identity:\n"),
+        ("identity", "identity", "static", "I am Prism."),
+        ("system", "template", "static", "\nMemory:\n"),
+        ("memory", "memory", "session", "Likes tea."),
+        ("system", "template", "static", "\n"),
+    ]
+    assert prompt.blocks[1].source == "config"
+    assert prompt.blocks[0].source == "template:system:builtin"
+    assert prompt.template.name == "system" and prompt.template.origin == names.ORIGIN_BUILTIN
+
+
+def test_utf8_byte_offsets_and_hashes():
+    prompt = render_string("é{{ a }}🙂", [block("a", "日本", layer="knowledge")])
+    encoded = prompt.text.encode()
+    assert [(b.start, b.end) for b in prompt.blocks] == [(0, 2), (2, 8), (8, 12)]
+    assert prompt.byte_length == len(encoded) == 12
+    for current in prompt.blocks:
+        assert encoded[current.start:current.end].decode() == current.content
+        assert current.sha256 == hashlib.sha256(current.content.encode()).hexdigest()
+        assert current.size == len(current.content.encode())
+    assert prompt.sha256 == hashlib.sha256(encoded).hexdigest()
+
+
+def test_inline_values_stay_in_prose_and_lower_its_stability():
+    prompt = render_string(
+        "Files live in {{ path }}. {{ rules }} Reply in {{ language }}.",
+        [inline("path", "/srv/app", stability="session"),
+         block("rules", "Be brief.", layer="instructions", stability="static"),
+         inline("language", "French", stability="turn")],
+    )
+    assert spans(prompt) == [
+        ("inline", "template", "session", "Files live in /srv/app. "),
+        ("rules", "instructions", "static", "Be brief."),
+        ("inline", "template", "turn", " Reply in French."),
+    ]
+
+
+def test_empty_values_produce_no_block_and_the_prose_around_them_merges():
+    prompt = render_string("A{{ memory }}B{{ skills }}C", [block("memory", "", layer="memory"),
+                                                            block("skills", "x", layer="skills")])
+    assert spans(prompt) == [("inline", "template", "static", "AB"), ("skills", "skills", "turn", "x"),
+                             ("inline", "template", "static", "C")]
+
+
+def test_a_prompt_without_injections_is_one_block():
+    prompt = render_string("You are helpful.", [], name="plain")
+    assert spans(prompt) == [("plain", "template", "static", "You are helpful.")]
+    assert prompt.mapped
+
+
+def test_empty_prompt_has_no_blocks_and_is_mapped():
+    prompt = render_string("{{ a }}", [block("a", "", layer="x")])
+    assert prompt.text == "" and prompt.blocks == () and prompt.mapped
+
+
+def test_filters_keep_plain_semantics_and_filtered_output_is_prose():
+    source = "{{ memory|length }} {{ memory|upper }} {% if memory %}yes{% endif %} {{ memory }}"
+    values = [block("memory", "tea", layer="memory")]
+    prompt = render_string(source, values)
+    assert prompt.text == PLAIN.from_string(source).render(memory="tea") == "3 TEA yes tea"
+    assert spans(prompt) == [("inline", "template", "static", "3 TEA yes "), ("memory", "memory", "turn", "tea")]
+
+
+def test_output_order_differs_from_evaluation_order():
+    # {% set %} evaluates the second value first; the slot in the sentinel keeps them apart.
+    source = "{% set later %}{{ b }}{% endset %}{{ a }}|{{ later }}"
+    prompt = render_string(source, [block("a", "first", layer="one"), block("b", "second", layer="two")])
+    assert prompt.text == "first|second"
+    assert [(b.name, b.content) for b in prompt.blocks] == [("a", "first"), ("inline", "|"), ("b", "second")]
+
+
+def test_a_value_containing_a_sentinel_is_unmapped_with_exact_text():
+    hostile = f"before{SENTINEL_OPEN}0\ue002injected{SENTINEL_CLOSE}after"
+    source = "X {{ a }} Y {{ b }}"
+    prompt = render_string(source, [block("a", hostile, layer="memory"), block("b", "ok", layer="other")])
+    assert prompt.text == PLAIN.from_string(source).render(a=hostile, b="ok")
+    assert not prompt.mapped
+    assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+    assert prompt.blocks == ()
+
+
+def test_a_value_with_lone_private_use_characters_is_mapped():
+    prompt = render_string("{{ a }}", [block("a", "\ue000\ue001\ue002\ue003", layer="x")])
+    assert prompt.mapped and prompt.blocks[0].content == "\ue000\ue001\ue002\ue003"
+
+
+def test_builder_static_text_values_inline_and_sections():
+    builder = PromptBuilder()
+    builder.add_text("You are Prism. ")
+    builder.add_value(inline("user", "Ada", stability="session"))
+    builder.add_text("\n")
+    builder.add_value(block("memory", "Ada likes tea.", layer="memory", stability="session"))
+    builder.append_section("state", "\nTurn 3", layer="state", stability="turn")
+    prompt = builder.build()
+    assert prompt.text == "You are Prism. Ada\nAda likes tea.\nTurn 3"
+    assert spans(prompt) == [
+        ("template", "template", "session", "You are Prism. Ada\n"),
+        ("memory", "memory", "session", "Ada likes tea."),
+        ("state", "state", "turn", "\nTurn 3"),
+    ]
+
+
+def test_append_section_extends_the_map_of_a_rendered_prompt():
+    rendered = render_string("Hello {{ a }}", [block("a", "world", layer="x")], name="greeting")
+    extended = rendered.append_section("retrieved", "Doc 1", layer="knowledge", stability="turn", separator="\n\n")
+    assert extended.text == "Hello world\n\nDoc 1"
+    assert [(b.name, b.layer, b.content) for b in extended.blocks] == [
+        ("greeting", "template", "Hello "), ("a", "x", "world"), ("greeting", "template", "\n\n"),
+        ("retrieved", "knowledge", "Doc 1")]
+    assert tiling_problem(extended.blocks, extended.byte_length) is None
+    assert extended.template == rendered.template
+    assert rendered.text == "Hello world"  # the original is unchanged
+    assert lookup_rendered(extended.text) is extended
+
+
+def test_append_to_unmapped_stays_unmapped_with_exact_text():
+    rendered = render_string("{{ a }}", [block("a", SENTINEL_CLOSE, layer="x")])
+    extended = rendered.append_section("more", "tail", layer="x")
+    assert extended.text == SENTINEL_CLOSE + "tail"
+    assert extended.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+
+
+def test_tiling_problem_rejects_gaps_overlaps_empty_and_short_maps():
+    def make(ranges):
+        return [Block(i, "b", "x", "static", "", start, end, "") for i, (start, end) in enumerate(ranges)]
+
+    assert tiling_problem(make([(0, 3), (3, 5)]), 5) is None
+    assert tiling_problem(make([(0, 3), (4, 5)]), 5) == names.UNMAPPED_NOT_TILING
+    assert tiling_problem(make([(0, 3), (2, 5)]), 5) == names.UNMAPPED_NOT_TILING
+    assert tiling_problem(make([(0, 3), (3, 3), (3, 5)]), 5) == names.UNMAPPED_EMPTY_BLOCK
+    assert tiling_problem(make([(0, 3)]), 5) == names.UNMAPPED_NOT_TILING
+    assert tiling_problem([], 5) == names.UNMAPPED_NOT_TILING
+    assert tiling_problem([], 0) is None
+
+
+def test_malformed_sentinels_yield_unmapped_not_a_guessed_map():
+    values = [block("a", "x", layer="one")]
+    # A sentinel cut short, as a truncating filter over captured output could leave it.
+    rendered = f"pre {SENTINEL_OPEN}0\ue002x post"
+    prompt = segments.split_marked(rendered, values, template=None, template_stability="static", variables={})
+    assert prompt.unmapped_reason == names.UNMAPPED_NOT_TILING and prompt.blocks == ()
+    unknown_slot = f"{SENTINEL_OPEN}7\ue002x{SENTINEL_CLOSE}"
+    prompt = segments.split_marked(unknown_slot, values, template=None, template_stability="static", variables={})
+    assert not prompt.mapped
+
+
+def test_lookup_rendered_finds_recent_prompts_and_forgets_beyond_the_bound():
+    first = build_prompt(["first prompt ", block("v", "0", layer="x")])
+    assert lookup_rendered("first prompt 0") is first
+    assert lookup_rendered("never rendered") is None
+    for number in range(segments.REGISTRY_CAPACITY):
+        build_prompt([f"filler {number}"])
+    assert lookup_rendered("first prompt 0") is None
+    assert lookup_rendered(f"filler {segments.REGISTRY_CAPACITY - 1}") is not None
+    assert len(segments._registry) <= segments.REGISTRY_CAPACITY
+
+
+def test_stability_outside_the_vocabulary_is_stored_as_unknown():
+    prompt = build_prompt([block("a", "x", layer="l", stability="forever")])
+    assert prompt.blocks[0].stability == names.STABILITY_UNKNOWN

@@ -1,0 +1,153 @@
+"""Property tests: for arbitrary templates and values the map tiles the exact text.
+
+The text is compared with what plain Jinja2 (no finalize hook) renders for the
+same template and values, so the segmented render can never change a prompt.
+"""
+
+from __future__ import annotations
+
+import jinja2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from promptprism.instrumentation import names
+from promptprism.instrumentation.segments import SENTINEL_CLOSE, SENTINEL_OPEN, SENTINEL_SEPARATOR, block, inline
+from promptprism.instrumentation.templates import render_string
+
+PLAIN = jinja2.Environment(keep_trailing_newline=True, autoescape=False)
+
+VARIABLES = ("alpha", "beta", "gamma", "delta")
+
+# Literal template text: anything but "{" (which could open Jinja syntax);
+# multi-byte characters, newlines and private-use characters included.
+literal_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="{}%#"), max_size=12)
+
+value_text = st.one_of(
+    st.text(max_size=10),
+    st.just(""),
+    st.sampled_from(["é", "日本語", "🙂🙂", "\ue000", "\ue001\ue002", "a\r\nb"]),
+    # Values that look like (or are) sentinels.
+    st.sampled_from([SENTINEL_OPEN, SENTINEL_CLOSE, SENTINEL_SEPARATOR, f"x{SENTINEL_OPEN}0{SENTINEL_SEPARATOR}y",
+                     SENTINEL_OPEN[:-1], SENTINEL_CLOSE[1:]]),
+)
+
+
+@st.composite
+def template_pieces(draw):
+    pieces = []
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["text", "value", "filtered", "length", "conditional"]))
+        variable = draw(st.sampled_from(VARIABLES))
+        if kind == "text":
+            pieces.append(draw(literal_text))
+        elif kind == "value":
+            pieces.append("{{ %s }}" % variable)
+        elif kind == "filtered":
+            pieces.append("{{ %s|upper }}" % variable)
+        elif kind == "length":
+            pieces.append("{{ %s|length }}" % variable)
+        else:
+            pieces.append("{%% if %s %%}[{{ %s }}]{%% endif %%}" % (variable, variable))
+    return "".join(pieces)
+
+
+@st.composite
+def declared_values(draw):
+    values = []
+    for name in VARIABLES:
+        text = draw(value_text)
+        if draw(st.booleans()):
+            values.append(inline(name, text, stability=draw(st.sampled_from(names.STABILITIES))))
+        else:
+            values.append(block(name, text, layer=f"layer_{name}", stability=draw(st.sampled_from(names.STABILITIES)),
+                                source=f"source:{name}"))
+    return values
+
+
+@settings(max_examples=300, deadline=None)
+@given(source=template_pieces(), values=declared_values())
+def test_blocks_tile_the_exact_text(source, values):
+    prompt = render_string(source, values, name="property")
+    expected = PLAIN.from_string(source).render({value.name: value.text for value in values})
+
+    assert prompt.text == expected
+    encoded = expected.encode("utf-8")
+    assert prompt.byte_length == len(encoded)
+
+    collided = any(SENTINEL_OPEN in value.text or SENTINEL_CLOSE in value.text for value in values)
+    if collided:
+        assert not prompt.mapped
+        assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+        assert prompt.blocks == ()
+        return
+
+    assert prompt.mapped, prompt.unmapped_reason
+    position = 0
+    for index, current in enumerate(prompt.blocks):
+        assert current.index == index
+        assert current.start == position
+        assert current.end > current.start
+        assert encoded[current.start:current.end] == current.content.encode("utf-8")
+        position = current.end
+    assert position == len(encoded)
+    assert (len(prompt.blocks) == 0) == (len(encoded) == 0)
+
+    # Every block that is not prose is exactly one declared (non-inline) value.
+    by_name = {value.name: value for value in values}
+    for current in prompt.blocks:
+        if current.layer == names.LAYER_TEMPLATE:
+            continue
+        declared = by_name[current.name]
+        assert not declared.inline
+        assert current.content == declared.text
+        assert current.layer == declared.layer
+        assert current.stability == declared.stability
+        assert current.source == declared.source
+    # Prose never sits next to prose: adjacent runs merge.
+    for previous, following in zip(prompt.blocks, prompt.blocks[1:]):
+        assert not (previous.layer == following.layer == names.LAYER_TEMPLATE)
+
+    # Each unfiltered output of a non-empty block value is one block, in order.
+    expected_value_blocks = []
+    for piece_variable, shown in _unfiltered_outputs(source, by_name):
+        if shown and by_name[piece_variable].text and not by_name[piece_variable].inline:
+            expected_value_blocks.append(piece_variable)
+    assert [current.name for current in prompt.blocks if current.layer != names.LAYER_TEMPLATE] \
+        == expected_value_blocks
+
+
+def _unfiltered_outputs(source, by_name):
+    """(variable, rendered?) for each plain ``{{ variable }}`` in ``source``, in order."""
+    outputs = []
+    position = 0
+    while True:
+        plain = source.find("{{ ", position)
+        conditional = source.find("{% if ", position)
+        if plain == -1 and conditional == -1:
+            return outputs
+        if conditional != -1 and (plain == -1 or conditional < plain):
+            variable = source[conditional + 6:].split(" ", 1)[0]
+            end = source.index("{% endif %}", conditional)
+            outputs.append((variable, bool(by_name[variable].text)))
+            position = end + len("{% endif %}")
+            continue
+        expression = source[plain + 3:source.index(" }}", plain)]
+        if "|" not in expression:
+            outputs.append((expression, True))
+        position = plain + 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(source=template_pieces(), values=declared_values())
+def test_prose_stability_is_the_least_stable_of_template_and_inline_values(source, values):
+    prompt = render_string(source, values, name="property", stability=names.STABILITY_STATIC)
+    if not prompt.mapped:
+        return
+    rank = {stability: position for position, stability in enumerate(names.STABILITIES)}
+    inline_stabilities = [value.stability for value in values if value.inline]
+    for current in prompt.blocks:
+        if current.layer == names.LAYER_TEMPLATE:
+            # Never more stable than the template, never less stable than the least stable inline value.
+            assert rank[current.stability] >= rank[names.STABILITY_STATIC]
+            assert rank[current.stability] <= max([rank[s] for s in inline_stabilities], default=0)
