@@ -1,0 +1,218 @@
+"""Request objects → what the inspector's templates lay out. Pure, no I/O.
+
+Templates stay simple loops: proportions, colours and message shapes are
+worked out here, where they can be tested without a browser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+# Fixed hues for the layers SPEC §2 names, so a layer keeps its colour from
+# page to page; any other layer gets a hue derived from its name.
+LAYER_HUES = {
+    "identity": 215,
+    "instructions": 265,
+    "skills": 150,
+    "memory": 32,
+    "knowledge": 190,
+    "state": 330,
+    "tools": 95,
+}
+# The template's own prose is drawn grey so injected values stand out.
+TEMPLATE_LAYER = "template"
+
+# A block narrower than this share of the composition bar is still drawn
+# (at this width) so that it can be hovered; proportions stay in the title.
+MINIMUM_SEGMENT_PERCENT = 0.35
+
+
+def layer_hue(layer: str) -> int:
+    if layer in LAYER_HUES:
+        return LAYER_HUES[layer]
+    return int(hashlib.sha256(layer.encode("utf-8")).hexdigest()[:4], 16) % 360
+
+
+def layer_style(layer: str) -> str:
+    """Inline CSS custom properties for a layer's colour (numbers only, never captured text)."""
+    if layer == TEMPLATE_LAYER or not layer:
+        return "--hue: 220; --saturation: 8%"
+    return f"--hue: {layer_hue(layer)}; --saturation: 62%"
+
+
+def human_bytes(value: Any) -> str:
+    if value is None:
+        return "–"
+    number = int(value)
+    if abs(number) < 1024:
+        return f"{number:,} B"
+    if abs(number) < 1024 * 1024:
+        return f"{number / 1024:.1f} KiB"
+    return f"{number / (1024 * 1024):.2f} MiB"
+
+
+def signed_bytes(value: Any) -> str:
+    if value is None:
+        return "–"
+    number = int(value)
+    if number == 0:
+        return "±0 B"
+    return ("+" if number > 0 else "−") + human_bytes(abs(number))
+
+
+def signed(value: Any) -> str:
+    if value is None:
+        return "–"
+    number = int(value)
+    return f"+{number:,}" if number > 0 else ("±0" if number == 0 else f"−{abs(number):,}")
+
+
+def percent(value: Any) -> str:
+    if value is None:
+        return "–"
+    share = float(value) * 100
+    return f"{share:.1f}%" if share >= 0.1 or share == 0 else "<0.1%"
+
+
+def number(value: Any) -> str:
+    return "–" if value is None else f"{int(value):,}"
+
+
+def pretty_json(text: Any) -> str:
+    """Tool definitions and structured parts, indented for reading; non-JSON text unchanged."""
+    if text is None:
+        return ""
+    if isinstance(text, str):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+    else:
+        value = text
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+FILTERS = {
+    "human_bytes": human_bytes,
+    "signed_bytes": signed_bytes,
+    "signed": signed,
+    "percent": percent,
+    "number": number,
+    "pretty_json": pretty_json,
+}
+GLOBALS = {"layer_style": layer_style}
+
+
+def composition(blocks: list[Mapping[str, Any]], whole: int) -> list[dict[str, Any]]:
+    """Segments of a byte-proportional bar: one per block, widths in percent of ``whole``."""
+    if whole <= 0:
+        return []
+    return [
+        {
+            "index": block["index"],
+            "name": block["name"],
+            "layer": block["layer"],
+            "size": block["size"],
+            "width": max(100.0 * int(block["size"]) / whole, MINIMUM_SEGMENT_PERCENT),
+        }
+        for block in blocks
+    ]
+
+
+def trace_rows(requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per request of a trace, with growth and a bar scaled to the largest prompt."""
+    if not requests:
+        return []
+    first_ns = min(_ns(item["started_at"]) for item in requests)
+    largest = max(int(item["prompt"]["bytes"]) for item in requests) or 1
+    rows = []
+    for position, item in enumerate(requests, start=1):
+        prompt = item["prompt"]
+        blocks = prompt["blocks"] or ([{"index": 0, "name": "(unmapped)", "layer": "", "size": prompt["bytes"]}]
+                                      if prompt["bytes"] else [])
+        scale = 100.0 * int(prompt["bytes"]) / largest
+        rows.append({
+            "position": position,
+            "request": item,
+            "offset_ms": round((_ns(item["started_at"]) - first_ns) / 1e6),
+            "segments": [
+                {**segment, "width": segment["width"] * scale / 100.0}
+                for segment in composition(blocks, int(prompt["bytes"]))
+            ],
+            "previous": item["previous"],
+        })
+    return rows
+
+
+def _ns(rfc3339_text: str) -> int:
+    """Nanoseconds of an RFC 3339 UTC string produced by requests_view.rfc3339."""
+    import datetime
+
+    whole, _, fraction = rfc3339_text.rstrip("Z").partition(".")
+    moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
+    return int(moment.timestamp()) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])
+
+
+def message_views(messages: Any) -> list[dict[str, Any]]:
+    """Captured messages in any of the shapes instrumentations send → role + text/data parts.
+
+    Handles the GenAI semantic-convention shape (``parts``), the provider
+    shape (``content`` as a string or a list) and anything else as JSON.
+    """
+    if messages is None:
+        return []
+    if isinstance(messages, str):
+        return [{"role": "raw", "parts": [{"kind": "text", "label": "text", "text": messages}], "extra": None}]
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    views = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            views.append({"role": "?", "parts": [_data_part("value", message)], "extra": None})
+            continue
+        parts = []
+        if isinstance(message.get("parts"), list):
+            for part in message["parts"]:
+                parts.append(_part(part))
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append({"kind": "text", "label": "text", "text": content})
+        elif isinstance(content, list):
+            for part in content:
+                parts.append(_part(part))
+        for key in ("tool_calls", "function_call"):
+            if message.get(key):
+                parts.append(_data_part(key, message[key]))
+        extra = {key: value for key, value in message.items()
+                 if key not in ("role", "parts", "content", "tool_calls", "function_call")}
+        views.append({"role": str(message.get("role", "?")), "parts": parts, "extra": extra or None})
+    return views
+
+
+def _part(part: Any) -> dict[str, Any]:
+    if isinstance(part, str):
+        return {"kind": "text", "label": "text", "text": part}
+    if isinstance(part, Mapping):
+        kind = str(part.get("type", ""))
+        for key in ("content", "text"):
+            if kind in ("text", "input_text", "output_text", "") and isinstance(part.get(key), str):
+                return {"kind": "text", "label": kind or "text", "text": part[key]}
+        return _data_part(kind or "part", part)
+    return _data_part("part", part)
+
+
+def _data_part(label: str, value: Any) -> dict[str, Any]:
+    return {"kind": "data", "label": label, "text": json.dumps(value, indent=2, ensure_ascii=False)}
+
+
+def request_page(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything request.html lays out beyond the request object itself."""
+    prompt = item["prompt"]
+    return {
+        "command": f"promptprism prompt show {item['request_id']}",
+        "composition": composition(prompt["blocks"], int(prompt["bytes"])),
+        "messages": message_views(item["messages"]),
+        "response_messages": message_views(item["response"]["messages"]),
+    }

@@ -1,0 +1,254 @@
+"""Named SQL for the read side (API, inspector, CLI) and the calls that run it.
+
+Every value is a bound parameter in ClickHouse's ``{name:Type}`` syntax, the
+database included (``{db:Identifier}``). Lists travel as one JSON string
+parameter decoded by ``JSONExtract``: the embedded store binds parameters as
+text and cannot bind a Python list, and a JSON string binds the same way on
+both stores. The same SQL runs on the embedded and the server store.
+
+Tables are ReplacingMergeTree (a resent batch collapses into one row), so
+every read uses ``FINAL``.
+
+The functions here only fetch rows; turning rows into request objects is
+``requests_view``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .store.base import Store
+
+# How many candidates an ambiguous prefix lists. One more than shown is
+# fetched so that "more than ten" can be told from "exactly ten".
+AMBIGUOUS_CANDIDATES_SHOWN = 10
+
+# A list answer is for people and scripts paging through recent requests; a
+# thousand summaries (~0.5 MB JSON) is already more than a screen can use.
+LIST_LIMIT_DEFAULT = 50
+LIST_LIMIT_MAX = 1000
+
+# One trace of an agent loop rarely has more than a few hundred LLM requests;
+# the cap keeps a runaway trace from building a page of unbounded size.
+TRACE_REQUESTS_MAX = 2000
+
+# Earlier requests of a conversation looked at when finding each request's
+# predecessor. A conversation longer than this still works: the predecessor
+# is the newest earlier request, and the query orders newest first.
+CONVERSATION_MEMBERS_MAX = 5000
+
+# Columns a summary needs (lists, trace overviews, predecessors).
+_SUMMARY_COLUMNS = """
+    request_id, trace_id, parent_span_id,
+    toUnixTimestamp64Nano(started_at) AS started_at_ns, duration_ns,
+    span_name, status_code, status_message,
+    service, operation, provider, model, response_model,
+    conversation_id, message_id, process_kind, process_id,
+    run_id, run_mode, attempt, record_id,
+    prompt_bytes, prompt_sha256, mapped, unmapped_reason,
+    template_name, template_origin, declared_block_count, block_count,
+    bytes_total, tools_count, messages_count,
+    input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens
+"""
+
+# Everything a full request object shows.
+_REQUEST_COLUMNS = _SUMMARY_COLUMNS + """,
+    toString(toDate(started_at)) AS day,
+    scope_name, response_id, finish_reasons, schema_version,
+    dialect, body_sha256, bytes_system, bytes_tools, bytes_messages, bytes_framing,
+    tools_catalog_sha256, tokens_estimate, context_window, headroom_tokens,
+    reasoning_effort, system_instructions, input_messages, output_messages,
+    template_variables, attributes, resource_attributes
+"""
+
+REQUEST_BY_ID = f"""
+SELECT {_REQUEST_COLUMNS}
+FROM {{db:Identifier}}.requests FINAL
+WHERE request_id = {{request_id:String}}
+ORDER BY started_at
+LIMIT 1
+"""
+
+# startsWith with a bound argument: the prefix is literal text, so `%` or `_`
+# can never act as a wildcard the way they would in LIKE.
+REQUEST_IDS_BY_PREFIX = """
+SELECT DISTINCT request_id
+FROM {db:Identifier}.requests
+WHERE startsWith(request_id, {prefix:String})
+ORDER BY request_id
+LIMIT {limit:UInt32}
+"""
+
+REQUESTS_BY_TRACE = f"""
+SELECT {_REQUEST_COLUMNS}
+FROM {{db:Identifier}}.requests FINAL
+WHERE trace_id = {{trace_id:String}}
+ORDER BY started_at, request_id
+LIMIT {{limit:UInt32}}
+"""
+
+TRACE_SUMMARIES = f"""
+SELECT {_SUMMARY_COLUMNS}
+FROM {{db:Identifier}}.requests FINAL
+WHERE trace_id = {{trace_id:String}}
+ORDER BY started_at, request_id
+LIMIT {{limit:UInt32}}
+"""
+
+BLOCKS_FOR_REQUESTS = """
+SELECT request_id, toString(toDate(started_at)) AS day,
+       `index`, name, layer, stability, source, start, `end`, size, sha256
+FROM {db:Identifier}.blocks FINAL
+WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+ORDER BY request_id, `index`
+"""
+
+TOOLS_FOR_REQUESTS = """
+SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256
+FROM {db:Identifier}.tools FINAL
+WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+ORDER BY request_id, `index`
+"""
+
+# Content is stored once per (day, sha256); a request on day D finds its
+# text in partition D (see the schema), so both halves of the key are bound.
+CONTENTS_BY_KEY = """
+SELECT toString(day) AS day, sha256, content
+FROM {db:Identifier}.contents FINAL
+WHERE day IN JSONExtract({days:String}, 'Array(Date)')
+  AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
+"""
+
+# An empty filter parameter means "any": one statement serves every filter
+# combination, with every value still bound.
+LIST_REQUESTS = f"""
+SELECT {_SUMMARY_COLUMNS}
+FROM {{db:Identifier}}.requests FINAL
+WHERE ({{service:String}} = '' OR service = {{service:String}})
+  AND ({{model:String}} = '' OR model = {{model:String}} OR response_model = {{model:String}})
+  AND ({{conversation:String}} = '' OR conversation_id = {{conversation:String}})
+  AND ({{message_id:String}} = '' OR message_id = {{message_id:String}})
+  AND ({{process_kind:String}} = '' OR process_kind = {{process_kind:String}}
+       OR ({{process_id:String}} = '' AND process_id = {{process_kind:String}}))
+  AND ({{process_id:String}} = '' OR process_id = {{process_id:String}})
+  AND ({{run_id:String}} = '' OR run_id = {{run_id:String}})
+  AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
+  AND started_at < fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
+ORDER BY started_at DESC, request_id DESC
+LIMIT {{limit:UInt32}}
+"""
+
+# The requests of some conversations up to a moment, newest first: each
+# request's predecessor (for growth) is found among them.
+CONVERSATION_MEMBERS = f"""
+SELECT {_SUMMARY_COLUMNS}
+FROM {{db:Identifier}}.requests FINAL
+WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)')
+  AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
+ORDER BY started_at DESC, request_id DESC
+LIMIT {{limit:UInt32}}
+"""
+
+# Far enough apart to cover any stored span; Int64 nanoseconds reach 2262.
+EARLIEST_NS = 0
+LATEST_NS = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class RequestFilters:
+    """``GET /api/requests`` filters; empty strings mean "any"."""
+
+    service: str = ""
+    model: str = ""
+    conversation: str = ""
+    message_id: str = ""
+    process_kind: str = ""
+    process_id: str = ""
+    run_id: str = ""
+    since_ns: int = EARLIEST_NS
+    until_ns: int = LATEST_NS
+    limit: int = LIST_LIMIT_DEFAULT
+
+
+def _run(store: Store, sql: str, **params: Any) -> list[dict[str, Any]]:
+    return store.query(sql, {"db": store.database, **params})
+
+
+def request_by_id(store: Store, request_id: str) -> dict[str, Any] | None:
+    rows = _run(store, REQUEST_BY_ID, request_id=request_id)
+    return rows[0] if rows else None
+
+
+def request_ids_by_prefix(store: Store, prefix: str) -> list[str]:
+    """Up to AMBIGUOUS_CANDIDATES_SHOWN + 1 ids starting with ``prefix``."""
+    rows = _run(store, REQUEST_IDS_BY_PREFIX, prefix=prefix, limit=AMBIGUOUS_CANDIDATES_SHOWN + 1)
+    return [row["request_id"] for row in rows]
+
+
+def requests_by_trace(store: Store, trace_id: str) -> list[dict[str, Any]]:
+    return _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, limit=TRACE_REQUESTS_MAX)
+
+
+def trace_summaries(store: Store, trace_id: str) -> list[dict[str, Any]]:
+    return _run(store, TRACE_SUMMARIES, trace_id=trace_id, limit=TRACE_REQUESTS_MAX)
+
+
+def blocks_for(store: Store, request_ids: Iterable[str]) -> list[dict[str, Any]]:
+    ids = sorted(set(request_ids))
+    return _run(store, BLOCKS_FOR_REQUESTS, request_ids=json.dumps(ids)) if ids else []
+
+
+def tools_for(store: Store, request_ids: Iterable[str]) -> list[dict[str, Any]]:
+    ids = sorted(set(request_ids))
+    return _run(store, TOOLS_FOR_REQUESTS, request_ids=json.dumps(ids)) if ids else []
+
+
+def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Text by (day, sha256). A key with no row (content not captured) is absent."""
+    wanted = {(day, sha256) for day, sha256 in keys if day and sha256}
+    if not wanted:
+        return {}
+    rows = _run(
+        store,
+        CONTENTS_BY_KEY,
+        days=json.dumps(sorted({day for day, _ in wanted})),
+        hashes=json.dumps(sorted({sha256 for _, sha256 in wanted})),
+    )
+    # The IN lists select the cross product of days and hashes; keep the pairs asked for.
+    return {
+        (row["day"], row["sha256"]): row["content"]
+        for row in rows
+        if (row["day"], row["sha256"]) in wanted
+    }
+
+
+def list_requests(store: Store, filters: RequestFilters) -> list[dict[str, Any]]:
+    return _run(
+        store,
+        LIST_REQUESTS,
+        service=filters.service,
+        model=filters.model,
+        conversation=filters.conversation,
+        message_id=filters.message_id,
+        process_kind=filters.process_kind,
+        process_id=filters.process_id,
+        run_id=filters.run_id,
+        since_ns=filters.since_ns,
+        until_ns=filters.until_ns,
+        limit=filters.limit,
+    )
+
+
+def conversation_members(store: Store, conversation_ids: Iterable[str], until_ns: int) -> list[dict[str, Any]]:
+    ids = sorted({conversation_id for conversation_id in conversation_ids if conversation_id})
+    if not ids:
+        return []
+    return _run(
+        store,
+        CONVERSATION_MEMBERS,
+        conversation_ids=json.dumps(ids),
+        until_ns=until_ns,
+        limit=CONVERSATION_MEMBERS_MAX,
+    )

@@ -1,0 +1,215 @@
+"""The read side's lookups: ids and filters in, request objects out.
+
+Shared by the JSON API and the HTML inspector so both answer the same
+question the same way: ``queries`` fetches rows, ``requests_view`` shapes
+them, and this module validates what the caller asked for and says plainly
+when nothing (``NotFound``) or too much (``Ambiguous``) matched. Store
+failures pass through as ``StoreError`` for the caller to report.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any, Mapping
+
+from . import queries, requests_view
+from .store.base import Store
+
+# A span id is 16 hex digits; 4 is the shortest prefix accepted because
+# shorter ones match too much to be useful in a table of thousands.
+REQUEST_ID_LENGTH = 16
+REQUEST_ID_PREFIX_MIN = 4
+TRACE_ID_LENGTH = 32
+
+_HEX = re.compile(r"[0-9a-f]+")
+_RELATIVE = re.compile(r"(\d+)\s*(s|m|h|d|w)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+# Query parameters ``GET /api/requests`` accepts; anything else is a typo
+# worth a 400 rather than a silently unfiltered list.
+LIST_PARAMETERS = ("service", "model", "conversation", "message_id", "process", "run_id", "since", "until", "limit")
+
+
+class BadArgument(ValueError):
+    """The caller asked for something malformed (HTTP 400)."""
+
+
+class NotFound(LookupError):
+    """Nothing matches (HTTP 404)."""
+
+
+class Ambiguous(LookupError):
+    """A prefix matches more than one request (HTTP 409)."""
+
+    def __init__(self, prefix: str, candidates: list[str], more: bool):
+        listed = ", ".join(candidates) + (", …" if more else "")
+        super().__init__(f"request id prefix {prefix!r} is ambiguous: it matches {listed}")
+        self.candidates = candidates
+        self.more = more
+
+
+def normalize_request_id(text: str) -> str:
+    """A span id or prefix as typed → lowercase hex, or BadArgument."""
+    value = (text or "").strip().lower()
+    if not _HEX.fullmatch(value):
+        raise BadArgument(f"request id {text!r} must be hexadecimal (a span id or a prefix of one)")
+    if len(value) < REQUEST_ID_PREFIX_MIN:
+        raise BadArgument(f"request id prefix {text!r} is too short: give at least {REQUEST_ID_PREFIX_MIN} characters")
+    if len(value) > REQUEST_ID_LENGTH:
+        raise BadArgument(f"request id {text!r} is longer than a span id ({REQUEST_ID_LENGTH} hex characters)")
+    return value
+
+
+def normalize_trace_id(text: str) -> str:
+    value = (text or "").strip().lower()
+    if len(value) != TRACE_ID_LENGTH or not _HEX.fullmatch(value):
+        raise BadArgument(f"trace id {text!r} must be {TRACE_ID_LENGTH} hexadecimal characters")
+    return value
+
+
+def resolve_request_id(store: Store, text: str) -> str:
+    """The full span id that ``text`` names, or NotFound / Ambiguous / BadArgument."""
+    value = normalize_request_id(text)
+    if len(value) == REQUEST_ID_LENGTH:
+        return value
+    candidates = queries.request_ids_by_prefix(store, value)
+    if not candidates:
+        raise NotFound(f"no request id starts with {value!r}")
+    if len(candidates) > 1:
+        shown = candidates[: queries.AMBIGUOUS_CANDIDATES_SHOWN]
+        raise Ambiguous(value, shown, more=len(candidates) > len(shown))
+    return candidates[0]
+
+
+def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Full request objects for ``rows``: blocks, tools, content and predecessors."""
+    ids = [row["request_id"] for row in rows]
+    block_rows = queries.blocks_for(store, ids)
+    tool_rows = queries.tools_for(store, ids)
+    keys = [(row["day"], row["sha256"]) for row in [*block_rows, *tool_rows]]
+    contents = queries.contents_for(store, keys)
+    blocks_by_request: dict[str, list] = {}
+    for block in block_rows:
+        blocks_by_request.setdefault(block["request_id"], []).append(block)
+    tools_by_request: dict[str, list] = {}
+    for tool in tool_rows:
+        tools_by_request.setdefault(tool["request_id"], []).append(tool)
+    previous = requests_view.previous_requests(rows, candidates)
+    return [
+        requests_view.request_object(
+            row,
+            blocks_by_request.get(row["request_id"], []),
+            tools_by_request.get(row["request_id"], []),
+            contents,
+            previous.get(row["request_id"]),
+        )
+        for row in rows
+    ]
+
+
+def _predecessor_candidates(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows among which each of ``rows`` finds its predecessor (see requests_view.previous_requests)."""
+    if not rows:
+        return []
+    latest = max(int(row["started_at_ns"]) for row in rows)
+    candidates = queries.conversation_members(store, [row["conversation_id"] for row in rows], latest)
+    for trace_id in {row["trace_id"] for row in rows if not row["conversation_id"]}:
+        candidates.extend(queries.trace_summaries(store, trace_id))
+    return candidates
+
+
+def request(store: Store, text: str) -> dict[str, Any]:
+    """``GET /api/requests/{id}``: one full request object."""
+    request_id = resolve_request_id(store, text)
+    row = queries.request_by_id(store, request_id)
+    if row is None:
+        raise NotFound(f"no request with id {request_id!r}")
+    return _assemble(store, [row], _predecessor_candidates(store, [row]))[0]
+
+
+def trace(store: Store, text: str) -> dict[str, Any]:
+    """``GET /api/traces/{trace_id}``: every LLM request of the trace, in start order."""
+    trace_id = normalize_trace_id(text)
+    rows = queries.requests_by_trace(store, trace_id)
+    if not rows:
+        raise NotFound(f"no LLM requests recorded for trace {trace_id!r}")
+    conversation_rows = [row for row in rows if row["conversation_id"]]
+    candidates = (
+        queries.conversation_members(
+            store, [row["conversation_id"] for row in conversation_rows],
+            max(int(row["started_at_ns"]) for row in conversation_rows),
+        )
+        if conversation_rows else []
+    )
+    return {"trace_id": trace_id, "requests": _assemble(store, rows, candidates)}
+
+
+def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
+    """``GET /api/diff?a=&b=``: block-level diff from request a to request b."""
+    if not text_a or not text_b:
+        raise BadArgument("give two requests to compare: ?a=ID&b=ID")
+    return requests_view.diff_requests(request(store, text_a), request(store, text_b))
+
+
+# --- list filters --------------------------------------------------------------
+
+def parse_time(name: str, text: str, now: datetime.datetime | None = None) -> int:
+    """RFC 3339 (``2025-01-31T12:00:00Z``), a date, or a relative age (``15m``, ``2h``, ``7d``) → Unix ns."""
+    value = text.strip()
+    relative = _RELATIVE.fullmatch(value)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if relative:
+        moment = now - datetime.timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
+    else:
+        try:
+            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise BadArgument(
+                f"{name}={text!r}: expected an RFC 3339 time (2025-01-31T12:00:00Z), a date, "
+                "or an age such as 15m, 2h, 7d"
+            ) from None
+        if moment.tzinfo is None:  # a bare date or time is read as UTC
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+    seconds = int(moment.timestamp())
+    return seconds * 1_000_000_000 + moment.microsecond * 1000
+
+
+def parse_filters(params: Mapping[str, str], now: datetime.datetime | None = None) -> queries.RequestFilters:
+    """``GET /api/requests`` query parameters → RequestFilters, or BadArgument."""
+    unknown = sorted(set(params) - set(LIST_PARAMETERS))
+    if unknown:
+        raise BadArgument(f"unknown filter {unknown[0]!r}; use one of: {', '.join(LIST_PARAMETERS)}")
+    values = {name: (params.get(name) or "").strip() for name in LIST_PARAMETERS}
+    limit = queries.LIST_LIMIT_DEFAULT
+    if values["limit"]:
+        try:
+            limit = int(values["limit"])
+        except ValueError:
+            raise BadArgument(f"limit={values['limit']!r}: expected a whole number") from None
+        if not 1 <= limit <= queries.LIST_LIMIT_MAX:
+            raise BadArgument(f"limit={limit}: must be between 1 and {queries.LIST_LIMIT_MAX}")
+    # process=KIND matches a process kind or id; process=KIND:ID needs both.
+    process_kind, _, process_id = values["process"].partition(":")
+    since_ns = parse_time("since", values["since"], now) if values["since"] else queries.EARLIEST_NS
+    until_ns = parse_time("until", values["until"], now) if values["until"] else queries.LATEST_NS
+    if since_ns >= until_ns:
+        raise BadArgument("since must be earlier than until")
+    return queries.RequestFilters(
+        service=values["service"],
+        model=values["model"],
+        conversation=values["conversation"],
+        message_id=values["message_id"],
+        process_kind=process_kind,
+        process_id=process_id,
+        run_id=values["run_id"],
+        since_ns=since_ns,
+        until_ns=until_ns,
+        limit=limit,
+    )
+
+
+def list_summaries(store: Store, params: Mapping[str, str]) -> dict[str, Any]:
+    """``GET /api/requests``: summaries, newest first."""
+    filters = parse_filters(params)
+    return {"requests": [requests_view.summary(row) for row in queries.list_requests(store, filters)]}

@@ -1,0 +1,520 @@
+"""Store rows → the request objects of SPEC §5, and the diff between two.
+
+Pure functions, no I/O: ``queries`` fetches rows, this module shapes them,
+and the API, the inspector and (through the API) the CLI show the result.
+
+Rows read back from the store are not trusted blindly: a block's byte range
+is checked against the prompt before any text is sliced with it, and a range
+that does not fit is reported in ``problems`` instead of raising.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import hashlib
+import json
+from difflib import SequenceMatcher
+from typing import Any, Iterable, Mapping
+
+# Token counts are estimated at ~4 UTF-8 bytes per token, the usual rule of
+# thumb for English text with BPE tokenizers. Every estimated number carries
+# "estimate" in its name; provider-reported usage is shown apart from it.
+BYTES_PER_TOKEN = 4
+TOKEN_ESTIMATE_METHOD = f"{BYTES_PER_TOKEN} bytes per token"
+
+# A content diff of a changed block is for reading, not for patching; past
+# this many lines the reader wants the whole texts side by side instead.
+CONTENT_DIFF_MAX_LINES = 400
+
+# Name of the single pseudo-block that stands for an unmapped prompt in a diff.
+WHOLE_PROMPT_BLOCK_NAME = "(whole prompt)"
+
+
+def estimate_tokens(size_bytes: int) -> int:
+    return -(-max(int(size_bytes), 0) // BYTES_PER_TOKEN)
+
+
+def rfc3339(nanoseconds: int) -> str:
+    """Unix nanoseconds → RFC 3339 in UTC with nanosecond precision."""
+    seconds, remainder = divmod(int(nanoseconds), 1_000_000_000)
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{remainder:09d}Z"
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 6) if whole > 0 else None
+
+
+def _parse_json_text(text: str) -> Any:
+    """Captured content arrives as JSON text; anything else is kept as the raw string."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def system_prompt_text(system_instructions: str) -> str | None:
+    """The system prompt from ``gen_ai.system_instructions`` (JSON parts, a JSON string or raw text)."""
+    value = _parse_json_text(system_instructions)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        pieces = []
+        for part in value:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("content"), str):
+                pieces.append(part["content"])
+        return "".join(pieces) if pieces else None
+    return None
+
+
+# --- summaries ---------------------------------------------------------------
+
+def summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A list entry: enough to choose a request, no content."""
+    return {
+        "request_id": row["request_id"],
+        "trace_id": row["trace_id"],
+        "started_at": rfc3339(row["started_at_ns"]),
+        "duration_ms": round(int(row["duration_ns"]) / 1e6, 3),
+        "service": row["service"],
+        "model": row["model"],
+        "response_model": row["response_model"],
+        "provider": row["provider"],
+        "operation": row["operation"],
+        "status": {"code": row["status_code"], "message": row["status_message"]},
+        "conversation_id": row["conversation_id"],
+        "message_id": row["message_id"],
+        "process": {"kind": row["process_kind"], "id": row["process_id"]},
+        "run": {"id": row["run_id"], "mode": row["run_mode"], "attempt": row["attempt"], "record_id": row["record_id"]},
+        "prompt": {
+            "bytes": row["prompt_bytes"],
+            "sha256": row["prompt_sha256"],
+            "tokens_estimate": estimate_tokens(row["prompt_bytes"]),
+            "mapped": bool(row["mapped"]),
+            "unmapped_reason": row["unmapped_reason"],
+            "template": {"name": row["template_name"], "origin": row["template_origin"]},
+            "block_count": row["block_count"],
+        },
+        "request_bytes": row["bytes_total"],
+        "tools_count": row["tools_count"],
+        "messages_count": row["messages_count"],
+        "usage": _usage(row),
+    }
+
+
+def _usage(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "input_tokens": row.get("input_tokens"),
+        "output_tokens": row.get("output_tokens"),
+        "cache_read_tokens": row.get("cache_read_tokens"),
+        "cache_creation_tokens": row.get("cache_creation_tokens"),
+    }
+
+
+# --- predecessors ------------------------------------------------------------
+
+def previous_requests(
+    targets: Iterable[Mapping[str, Any]], candidates: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """For each target row, the request just before it in the same conversation.
+
+    A request with a conversation id is compared with the previous request of
+    that conversation. Without one (many agent loops set none) the previous
+    request of the same trace from the same service and process stands in,
+    and ``basis`` says which rule matched.
+    """
+    targets = list(targets)
+    pool: dict[str, Mapping[str, Any]] = {}
+    for row in [*candidates, *targets]:
+        pool[row["request_id"]] = row
+
+    def order(row: Mapping[str, Any]) -> tuple[int, str]:
+        return int(row["started_at_ns"]), row["request_id"]
+
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for row in pool.values():
+        groups.setdefault(_conversation_key(row), []).append(row)
+    for members in groups.values():
+        members.sort(key=order)
+
+    found: dict[str, dict[str, Any]] = {}
+    for target in targets:
+        key = _conversation_key(target)
+        members = groups.get(key, [])
+        position = next((i for i, row in enumerate(members) if row["request_id"] == target["request_id"]), None)
+        if not position:  # None (absent) or 0 (first of its conversation)
+            continue
+        before = members[position - 1]
+        found[target["request_id"]] = {
+            "request_id": before["request_id"],
+            "trace_id": before["trace_id"],
+            "started_at": rfc3339(before["started_at_ns"]),
+            "basis": key[0],
+            "prompt_bytes": before["prompt_bytes"],
+            "request_bytes": before["bytes_total"],
+            "prompt_bytes_delta": int(target["prompt_bytes"]) - int(before["prompt_bytes"]),
+            "request_bytes_delta": int(target["bytes_total"]) - int(before["bytes_total"]),
+            "tokens_delta_estimate": estimate_tokens(target["prompt_bytes"]) - estimate_tokens(before["prompt_bytes"]),
+        }
+    return found
+
+
+def _conversation_key(row: Mapping[str, Any]) -> tuple:
+    if row["conversation_id"]:
+        return ("conversation", row["conversation_id"])
+    return ("trace", row["trace_id"], row["service"], row["process_kind"], row["process_id"])
+
+
+# --- full request objects ----------------------------------------------------
+
+def request_object(
+    row: Mapping[str, Any],
+    block_rows: list[Mapping[str, Any]],
+    tool_rows: list[Mapping[str, Any]],
+    contents: Mapping[tuple[str, str], str],
+    previous: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One request (SPEC §5) from its ``requests`` row, block and tool rows and their content."""
+    base = summary(row)
+    usage = base["usage"]
+    prompt = _prompt(row, block_rows, contents, usage)
+    tools = [_tool(tool, contents) for tool in tool_rows]
+    return {
+        **base,
+        "span_name": row["span_name"],
+        "parent_span_id": row["parent_span_id"],
+        "scope_name": row["scope_name"],
+        "schema_version": row["schema_version"],
+        "prompt": prompt,
+        "tools": tools,
+        "messages": _parse_json_text(row["input_messages"]),
+        "response": {
+            "model": row["response_model"],
+            "id": row["response_id"],
+            "finish_reasons": list(row["finish_reasons"] or []),
+            "messages": _parse_json_text(row["output_messages"]),
+        },
+        "template_variables": _parse_json_text(row["template_variables"]),
+        "manifest": {
+            "dialect": row["dialect"],
+            "body_sha256": row["body_sha256"],
+            "bytes": {
+                "system": row["bytes_system"],
+                "tools": row["bytes_tools"],
+                "messages": row["bytes_messages"],
+                "framing": row["bytes_framing"],
+                "total": row["bytes_total"],
+            },
+            "tools_count": row["tools_count"],
+            "tools_catalog_sha256": row["tools_catalog_sha256"],
+            "messages_count": row["messages_count"],
+            "tokens_estimate": row["tokens_estimate"],
+            "context_window": row["context_window"],
+            "headroom_tokens": row["headroom_tokens"],
+            "reasoning_effort": row["reasoning_effort"],
+        },
+        "previous": dict(previous) if previous else None,
+        "attributes": dict(row["attributes"] or {}),
+        "resource_attributes": dict(row["resource_attributes"] or {}),
+        "token_estimate_method": TOKEN_ESTIMATE_METHOD,
+    }
+
+
+def _tool(tool: Mapping[str, Any], contents: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+    return {
+        "index": tool["index"],
+        "name": tool["name"],
+        "size": tool["size"],
+        "sha256": tool["sha256"],
+        "tokens_estimate": estimate_tokens(tool["size"]),
+        "content": contents.get((tool["day"], tool["sha256"])),
+    }
+
+
+def _prompt(
+    row: Mapping[str, Any],
+    block_rows: list[Mapping[str, Any]],
+    contents: Mapping[tuple[str, str], str],
+    usage: Mapping[str, Any],
+) -> dict[str, Any]:
+    prompt_bytes = int(row["prompt_bytes"])
+    problems: list[str] = []
+    blocks = [
+        {
+            "index": block["index"],
+            "name": block["name"],
+            "layer": block["layer"],
+            "stability": block["stability"],
+            "source": block["source"],
+            "start": block["start"],
+            "end": block["end"],
+            "size": block["size"],
+            "sha256": block["sha256"],
+            "content": contents.get((block["day"], block["sha256"])),
+            "problems": [],
+        }
+        for block in block_rows
+    ]
+    ranges_ok = check_ranges(blocks, prompt_bytes, problems)
+    _check_contents(blocks)
+
+    text = None
+    if blocks and ranges_ok and all(block["content"] is not None and not block["problems"] for block in blocks):
+        text = "".join(block["content"] for block in blocks)
+    else:
+        # An unmapped prompt, or blocks whose text was not stored: the span's
+        # system instructions carry the whole prompt when content was captured.
+        candidate = system_prompt_text(row["system_instructions"])
+        if candidate is not None and len(candidate.encode("utf-8")) == prompt_bytes:
+            text = candidate
+            if ranges_ok:
+                _fill_from_text(blocks, text.encode("utf-8"))
+    if text is not None and row["prompt_sha256"]:
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != row["prompt_sha256"]:
+            problems.append("prompt text does not match the recorded prompt sha256")
+
+    # Token share is against the request's input tokens as the provider
+    # reported them when it did, else against the estimate of the whole body.
+    if usage.get("input_tokens"):
+        token_basis, token_whole = "input_tokens", int(usage["input_tokens"])
+    elif int(row["bytes_total"] or 0) > 0:
+        token_basis, token_whole = "request_bytes_estimate", estimate_tokens(row["bytes_total"])
+    else:
+        token_basis, token_whole = "prompt_bytes_estimate", estimate_tokens(prompt_bytes)
+    for block in blocks:
+        size = int(block["size"])
+        block["tokens_estimate"] = estimate_tokens(size)
+        block["byte_share"] = _share(size, prompt_bytes)
+        block["token_share"] = _share(block["tokens_estimate"], token_whole)
+
+    return {
+        "bytes": prompt_bytes,
+        "sha256": row["prompt_sha256"],
+        "tokens_estimate": estimate_tokens(prompt_bytes),
+        "mapped": bool(row["mapped"]),
+        "unmapped_reason": row["unmapped_reason"],
+        "template": {"name": row["template_name"], "origin": row["template_origin"]},
+        "declared_block_count": row["declared_block_count"],
+        "block_count": row["block_count"],
+        "content_captured": text is not None,
+        "text": text,
+        "token_share_basis": token_basis,
+        "blocks": blocks,
+        "problems": problems,
+    }
+
+
+def check_ranges(blocks: list[dict[str, Any]], prompt_bytes: int, problems: list[str]) -> bool:
+    """Check persisted byte ranges before anything slices with them.
+
+    Each bad range is noted on its block and in ``problems``; returns whether
+    the blocks tile ``[0, prompt_bytes)`` exactly.
+    """
+    ok = True
+    expected_start = 0
+    for block in blocks:
+        start, end, size = int(block["start"]), int(block["end"]), int(block["size"])
+        complaint = None
+        if not 0 <= start < end <= prompt_bytes:
+            complaint = f"byte range [{start}, {end}) does not fit a {prompt_bytes}-byte prompt"
+        elif size != end - start:
+            complaint = f"size {size} does not match byte range [{start}, {end})"
+        elif start != expected_start:
+            complaint = f"starts at byte {start}, the previous block ended at {expected_start}"
+        if complaint:
+            ok = False
+            block["problems"].append(complaint)
+            problems.append(f"block {block['index']} ({block['name']}): {complaint}")
+        expected_start = end
+    if blocks and ok and expected_start != prompt_bytes:
+        ok = False
+        problems.append(f"blocks end at byte {expected_start}, the prompt has {prompt_bytes} bytes")
+    return ok
+
+
+def _check_contents(blocks: list[dict[str, Any]]) -> None:
+    for block in blocks:
+        content = block["content"]
+        if content is None:
+            continue
+        data = content.encode("utf-8")
+        if len(data) != int(block["size"]):
+            block["problems"].append(f"stored text is {len(data)} bytes, the block says {block['size']}")
+        elif block["sha256"] and hashlib.sha256(data).hexdigest() != block["sha256"]:
+            block["problems"].append("stored text does not match the block's sha256")
+
+
+def _fill_from_text(blocks: list[dict[str, Any]], data: bytes) -> None:
+    """Slice missing block text out of the whole prompt by UTF-8 byte range (ranges already checked)."""
+    for block in blocks:
+        if block["content"] is not None:
+            continue
+        try:
+            block["content"] = data[int(block["start"]):int(block["end"])].decode("utf-8")
+        except UnicodeDecodeError:
+            block["problems"].append(f"byte range [{block['start']}, {block['end']}) splits a UTF-8 character")
+
+
+# --- diff --------------------------------------------------------------------
+
+def _diff_blocks(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    prompt = request["prompt"]
+    if prompt["blocks"]:
+        return prompt["blocks"]
+    if prompt["bytes"] == 0:
+        return []
+    # An unmapped prompt is compared as one block, on its hash alone if need be.
+    return [{
+        "index": 0, "name": WHOLE_PROMPT_BLOCK_NAME, "layer": "", "stability": "", "source": "",
+        "size": prompt["bytes"], "sha256": prompt["sha256"], "content": prompt["text"],
+    }]
+
+
+def _entry(status: str, block_a: Mapping[str, Any] | None, block_b: Mapping[str, Any] | None,
+           moved: bool = False) -> dict[str, Any]:
+    either = block_b or block_a
+    size_a = int(block_a["size"]) if block_a else 0
+    size_b = int(block_b["size"]) if block_b else 0
+    entry = {
+        "status": status,
+        "name": either["name"],
+        "layer": either["layer"],
+        "stability": either["stability"],
+        "source": either["source"],
+        "index_a": block_a["index"] if block_a else None,
+        "index_b": block_b["index"] if block_b else None,
+        "moved": moved,
+        "size_a": size_a if block_a else None,
+        "size_b": size_b if block_b else None,
+        "bytes_delta": size_b - size_a,
+        "tokens_delta_estimate": estimate_tokens(size_b) - estimate_tokens(size_a),
+        "sha256_a": block_a["sha256"] if block_a else None,
+        "sha256_b": block_b["sha256"] if block_b else None,
+        "content_diff": None,
+    }
+    if status in ("resized", "changed") and block_a.get("content") is not None and block_b.get("content") is not None:
+        lines = list(difflib.unified_diff(
+            block_a["content"].splitlines(), block_b["content"].splitlines(), "a", "b", lineterm="", n=2,
+        ))
+        entry["content_diff"] = lines[:CONTENT_DIFF_MAX_LINES]
+        entry["content_diff_truncated"] = len(lines) > CONTENT_DIFF_MAX_LINES
+    return entry
+
+
+def _compare(block_a: Mapping[str, Any], block_b: Mapping[str, Any], moved: bool = False) -> dict[str, Any]:
+    if int(block_a["size"]) != int(block_b["size"]):
+        status = "resized"
+    elif block_a["sha256"] != block_b["sha256"]:
+        status = "changed"
+    else:
+        status = "unchanged"
+    return _entry(status, block_a, block_b, moved)
+
+
+def align_blocks(blocks_a: list[Mapping[str, Any]], blocks_b: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Pair blocks by name and position.
+
+    The name sequences are aligned (longest matching runs, as difflib does):
+    blocks in matching runs pair one to one; within a stretch that differs, a
+    name found on both sides pairs too and is marked ``moved``; the rest is
+    added or removed.
+    """
+    names_a = [block["name"] for block in blocks_a]
+    names_b = [block["name"] for block in blocks_b]
+    entries: list[dict[str, Any]] = []
+    matcher = SequenceMatcher(None, names_a, names_b, autojunk=False)
+    for tag, a_low, a_high, b_low, b_high in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(a_high - a_low):
+                entries.append(_compare(blocks_a[a_low + offset], blocks_b[b_low + offset]))
+            continue
+        remaining_b = list(range(b_low, b_high))
+        for position_a in range(a_low, a_high):
+            match = next((j for j in remaining_b if names_b[j] == names_a[position_a]), None)
+            if match is None:
+                entries.append(_entry("removed", blocks_a[position_a], None))
+            else:
+                remaining_b.remove(match)
+                entries.append(_compare(blocks_a[position_a], blocks_b[match], moved=True))
+        for position_b in remaining_b:
+            entries.append(_entry("added", None, blocks_b[position_b]))
+    return entries
+
+
+def _tool_diff(tools_a: list[Mapping[str, Any]], tools_b: list[Mapping[str, Any]]) -> dict[str, Any]:
+    by_name_a = {tool["name"]: tool for tool in tools_a}
+    by_name_b = {tool["name"]: tool for tool in tools_b}
+
+    def brief(tool: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": tool["name"], "size": tool["size"], "sha256": tool["sha256"]}
+
+    changed = [
+        {"name": name, "size_a": by_name_a[name]["size"], "size_b": by_name_b[name]["size"],
+         "bytes_delta": int(by_name_b[name]["size"]) - int(by_name_a[name]["size"])}
+        for name in by_name_a.keys() & by_name_b.keys()
+        if by_name_a[name]["sha256"] != by_name_b[name]["sha256"]
+        or by_name_a[name]["size"] != by_name_b[name]["size"]
+    ]
+    return {
+        "added": [brief(by_name_b[name]) for name in by_name_b.keys() - by_name_a.keys()],
+        "removed": [brief(by_name_a[name]) for name in by_name_a.keys() - by_name_b.keys()],
+        "changed": sorted(changed, key=lambda item: (-abs(item["bytes_delta"]), item["name"])),
+        "bytes_delta": sum(int(tool["size"]) for tool in tools_b) - sum(int(tool["size"]) for tool in tools_a),
+    }
+
+
+def _side(request: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "request_id": request["request_id"],
+        "trace_id": request["trace_id"],
+        "started_at": request["started_at"],
+        "service": request["service"],
+        "model": request["model"],
+        "prompt_bytes": request["prompt"]["bytes"],
+        "prompt_sha256": request["prompt"]["sha256"],
+        "mapped": request["prompt"]["mapped"],
+        "request_bytes": request["request_bytes"],
+        "block_count": len(request["prompt"]["blocks"]),
+    }
+
+
+def diff_requests(request_a: Mapping[str, Any], request_b: Mapping[str, Any]) -> dict[str, Any]:
+    """Block-level diff from request ``a`` to request ``b``.
+
+    ``blocks`` lists every block that differs, the ones responsible for the
+    largest byte change first, so a prompt that grew names its culprit at the
+    top. Works on sizes and hashes alone when no content was captured.
+    """
+    entries = align_blocks(list(_diff_blocks(request_a)), list(_diff_blocks(request_b)))
+    differing = [entry for entry in entries if entry["status"] != "unchanged"]
+    differing.sort(key=lambda entry: (-abs(entry["bytes_delta"]), entry["status"] == "changed",
+                                      entry["index_b"] if entry["index_b"] is not None else entry["index_a"]))
+    bytes_delta = request_b["prompt"]["bytes"] - request_a["prompt"]["bytes"]
+    classes_a = request_a["manifest"]["bytes"]
+    classes_b = request_b["manifest"]["bytes"]
+    by_status = {status: [entry for entry in differing if entry["status"] == status]
+                 for status in ("added", "removed", "resized", "changed")}
+    responsible = next((entry for entry in differing if entry["bytes_delta"] != 0), None) or (
+        differing[0] if differing else None)
+    return {
+        "a": _side(request_a),
+        "b": _side(request_b),
+        "prompt_bytes_delta": bytes_delta,
+        "tokens_delta_estimate": estimate_tokens(request_b["prompt"]["bytes"]) - estimate_tokens(request_a["prompt"]["bytes"]),
+        "request_bytes_delta": int(request_b["request_bytes"]) - int(request_a["request_bytes"]),
+        "byte_classes_delta": {name: int(classes_b[name]) - int(classes_a[name]) for name in classes_b},
+        "identical_prompt": bool(request_a["prompt"]["sha256"]) and request_a["prompt"]["sha256"] == request_b["prompt"]["sha256"],
+        "responsible": responsible["name"] if responsible else None,
+        "blocks": differing,
+        **by_status,
+        "unchanged_count": sum(1 for entry in entries if entry["status"] == "unchanged"),
+        "tools": _tool_diff(request_a["tools"], request_b["tools"]),
+        "token_estimate_method": TOKEN_ESTIMATE_METHOD,
+    }
