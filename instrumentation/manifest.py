@@ -49,6 +49,12 @@ ESTIMATE_MARGIN = 0.05
 # other characters may be user text (or an attack on a terminal) and is
 # fingerprinted instead of printed.
 IDENTIFIER_PATTERN = re.compile(r"[A-Za-z0-9._:/-]{1,64}")
+# Allowlisted characters can still spell a credential pasted into the wrong
+# field: well-known key prefixes, or a long run mixing cases and digits.
+SECRET_PATTERN = re.compile(
+    r"(?:^|[._:/-])(?:sk|pk|rk|ghp|gho|ghs|xox[abpr])[-_][A-Za-z0-9]|(?:AKIA|AIza)[A-Za-z0-9]{8}"
+    r"|(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}"
+)
 # Hex digits shown of a fingerprint: enough to tell values apart in one
 # deployment, too few to be worth brute-forcing back to short secrets.
 FINGERPRINT_HEX_DIGITS = 12
@@ -113,7 +119,7 @@ def safe_identifier(value: Any) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else canonical_json(value)
-    if IDENTIFIER_PATTERN.fullmatch(text):
+    if IDENTIFIER_PATTERN.fullmatch(text) and not SECRET_PATTERN.search(text):
         return text
     return fingerprint(text)
 
