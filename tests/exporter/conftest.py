@@ -133,7 +133,7 @@ def _http_handler(receiver: Receiver):
 def http_receiver():
     receiver = Receiver(endpoint="", limit_bytes=TEST_RECEIVE_LIMIT_BYTES)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _http_handler(receiver))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     receiver.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     yield receiver
