@@ -1,0 +1,316 @@
+"""Run the named insight queries against a store and shape the answers.
+
+The SQL lives in ``queries``; this module binds parameters, runs the STORE
+rendering and turns rows into the JSON the API serves (and the CLI and the
+overview page show). The summaries are pure functions of those rows, so the
+sentence "prompt +18 %: skills_prompt +14 %, memory +4 %" is tested without
+a store.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from ..store.base import Store
+from . import queries
+from .queries import BYTES_PER_TOKEN, DIMENSIONS, QUERIES, STORE
+
+# Without an explicit window the insight answers are about the last week:
+# the period over which prompt changes usually ship and get noticed.
+DEFAULT_SINCE = "7d"
+
+# A chart reads well with a few dozen points; buckets are rounded up to one
+# of these so that they line up with clock hours and days.
+TARGET_BUCKETS = 48
+BUCKET_STEPS = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
+
+# Per-request cache rows returned by default; the aggregates cover the whole
+# window whatever this is.
+CACHE_ROWS_DEFAULT = 100
+ROWS_MAX = 5000
+
+# A part whose share of the prompt's change is below this is noise in the
+# one-line summary (it still appears in the table).
+SUMMARY_MIN_CONTRIBUTION_PCT = 0.5
+SUMMARY_PARTS_MAX = 5
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class InsightError(ValueError):
+    """A parameter the caller can fix (HTTP 400, CLI error line)."""
+
+
+def parse_time(text: str | int | float | None, *, now: float) -> int | None:
+    """Unix seconds from ``7d`` / ``24h`` (that long before now), ``now``,
+    Unix seconds, or an RFC 3339 timestamp. ``None``/empty → None."""
+    if text is None or text == "":
+        return None
+    if isinstance(text, (int, float)):
+        return int(text)
+    value = str(text).strip()
+    if value == "now":
+        return int(now)
+    relative = _RELATIVE.match(value)
+    if relative:
+        return int(now) - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return int(float(value))
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InsightError(
+            f"cannot read time {value!r}: use RFC 3339 (2025-01-31T12:00:00Z), Unix seconds, or 7d / 24h / 30m"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp())
+
+
+@dataclass(frozen=True)
+class Window:
+    since: int  # Unix seconds, inclusive
+    until: int  # Unix seconds, inclusive (as Grafana's $__timeFilter)
+
+    @property
+    def seconds(self) -> int:
+        return self.until - self.since
+
+    @classmethod
+    def parse(cls, since: Any = None, until: Any = None, *, now: float | None = None) -> "Window":
+        now = time.time() if now is None else now
+        end = parse_time(until, now=now)
+        end = int(now) if end is None else end
+        start = parse_time(since, now=end)
+        start = parse_time(DEFAULT_SINCE, now=end) if start is None else start
+        if start >= end:
+            raise InsightError("since must be before until")
+        return cls(start, end)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"since": _rfc3339(self.since), "until": _rfc3339(self.until), "seconds": self.seconds}
+
+
+def _rfc3339(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def bucket_for(window: Window, requested: Any = None) -> int:
+    if requested not in (None, ""):
+        try:
+            seconds = int(requested)
+        except (TypeError, ValueError):
+            raise InsightError(f"bucket must be a number of seconds, got {requested!r}") from None
+        if seconds < 1:
+            raise InsightError("bucket must be at least 1 second")
+        return seconds
+    wanted = window.seconds / TARGET_BUCKETS
+    return next((step for step in BUCKET_STEPS if step >= wanted), BUCKET_STEPS[-1])
+
+
+@dataclass(frozen=True)
+class Filters:
+    service: str = ""
+    model: str = ""
+    process: str = ""
+    conversation: str = ""
+
+    def as_params(self) -> dict[str, str]:
+        return {"service": self.service, "model": self.model, "process": self.process,
+                "conversation": self.conversation}
+
+
+def _limit(value: Any, default: int) -> int:
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InsightError(f"limit must be a whole number, got {value!r}") from None
+    if not 1 <= number <= ROWS_MAX:
+        raise InsightError(f"limit must be between 1 and {ROWS_MAX}")
+    return number
+
+
+def run(store: Store, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run one named query (STORE rendering) with exactly the parameters it declares."""
+    query = QUERIES[name]
+    bound = {"db": store.database}
+    for key in query.params:
+        bound[key] = params[key]
+    rows = store.query(query.render(STORE), bound)
+    for row in rows:
+        for key in _BOOLEAN_COLUMNS.intersection(row):
+            row[key] = bool(row[key])
+    return rows
+
+
+# Conditions come back from ClickHouse as 0/1; the JSON answer says true/false.
+_BOOLEAN_COLUMNS = frozenset({
+    "has_previous", "prefix_identical", "changed_is_new", "cache_break", "turn_before_stable",
+    "provider_missed", "mapped",
+})
+
+
+# --- growth ------------------------------------------------------------------
+
+
+def growth(store: Store, window: Window, filters: Filters, *, dimension: str = "name",
+           bucket: Any = None) -> dict[str, Any]:
+    if dimension not in DIMENSIONS:
+        raise InsightError(f"dimension must be one of {', '.join(DIMENSIONS)}")
+    bucket_seconds = bucket_for(window, bucket)
+    params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
+              "dimension": dimension, **filters.as_params()}
+    attribution = run(store, "growth_attribution", params)
+    total = total_from_attribution(attribution)
+    return {
+        "window": window.as_json(),
+        "previous_window": Window(window.since - window.seconds, window.since).as_json(),
+        "dimension": dimension,
+        "bucket_seconds": bucket_seconds,
+        "bytes_per_token": BYTES_PER_TOKEN,
+        "total": total,
+        "attribution": attribution,
+        "series": run(store, "growth_series", params),
+        "summary": growth_summary(total, attribution),
+    }
+
+
+def total_from_attribution(attribution: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole prompt's change: per-request averages of the parts add up."""
+    previous = round(sum(row["previous_bytes"] for row in attribution), 1)
+    current = round(sum(row["current_bytes"] for row in attribution), 1)
+    delta = round(current - previous, 1)
+    return {
+        "previous_bytes": previous,
+        "current_bytes": current,
+        "delta_bytes": delta,
+        "delta_tokens": round(delta / BYTES_PER_TOKEN, 1),
+        "change_pct": round(100 * delta / previous, 2) if previous else None,
+        "previous_requests": max((row["previous_requests"] for row in attribution), default=0),
+        "current_requests": max((row["current_requests"] for row in attribution), default=0),
+    }
+
+
+def _signed_pct(value: float) -> str:
+    return f"{value:+.1f} %"
+
+
+def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]]) -> str:
+    """``prompt +18.0 % (+2,304 B ≈ +576 tokens per request): skills_prompt +14.1 %, memory +3.9 %``."""
+    if not total["current_requests"]:
+        return "no requests with a system prompt in this period"
+    if not total["previous_requests"]:
+        return (f"prompt {total['current_bytes']:,.0f} B per request; "
+                "no requests in the previous period to compare with")
+    head = (f"prompt {_signed_pct(total['change_pct'] or 0.0)} "
+            f"({total['delta_bytes']:+,.0f} B ≈ {total['delta_tokens']:+,.0f} tokens per request)")
+    parts = [
+        row for row in attribution
+        if row["contribution_pct"] is not None and abs(row["contribution_pct"]) >= SUMMARY_MIN_CONTRIBUTION_PCT
+    ]
+    parts.sort(key=lambda row: -abs(row["contribution_pct"]))
+    if not parts:
+        return head
+    named = ", ".join(f"{row['series']} {_signed_pct(row['contribution_pct'])}" for row in parts[:SUMMARY_PARTS_MAX])
+    return f"{head}: {named}"
+
+
+# --- cache -------------------------------------------------------------------
+
+
+def cache(store: Store, window: Window, filters: Filters, *, limit: Any = None,
+          bucket: Any = None) -> dict[str, Any]:
+    bucket_seconds = bucket_for(window, bucket)
+    params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
+              "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
+    series = run(store, "cache_series", params)
+    by_block = run(store, "cache_breaks_by_block", params)
+    misordered = run(store, "cache_misordered", params)
+    counts = {
+        "follow_ups": sum(row["follow_ups"] for row in series),
+        "breaks": sum(row["breaks"] for row in series),
+        "misordered": sum(row["misordered"] for row in series),
+        "provider_misses": sum(row["provider_misses"] for row in series),
+    }
+    return {
+        "window": window.as_json(),
+        "bucket_seconds": bucket_seconds,
+        "bytes_per_token": BYTES_PER_TOKEN,
+        "counts": counts,
+        "by_block": by_block,
+        "misordered": misordered,
+        "series": series,
+        "requests": run(store, "cache_requests", params),
+        "summary": cache_summary(counts, by_block, misordered),
+    }
+
+
+def cache_summary(counts: Mapping[str, int], by_block: list[Mapping[str, Any]],
+                  misordered: list[Mapping[str, Any]]) -> list[str]:
+    """One line per finding, worst first."""
+    lines = []
+    for row in misordered:
+        lines.append(
+            f"turn block {row['block']} sits before stable block {row['before_block']} in "
+            f"{row['requests']} request(s): {row['uncacheable_bytes']:,} B ≈ "
+            f"{row['uncacheable_tokens']:,} tokens of stable prompt can never be cached"
+        )
+    if counts["follow_ups"]:
+        lines.append(
+            f"cache broken in {counts['breaks']} of {counts['follow_ups']} follow-up request(s) "
+            "(a block changed with static or session blocks at or after it)"
+        )
+    for row in by_block:
+        lines.append(
+            f"cache broken by {row['block']} ({row['stability']}) {row['breaks']}×, "
+            f"{row['bytes_rewritten']:,} B ≈ {row['tokens_rewritten']:,} tokens re-sent uncached"
+        )
+    if counts["provider_misses"]:
+        lines.append(
+            f"provider reported far fewer cached tokens than the unchanged prefix in "
+            f"{counts['provider_misses']} request(s) (cache expired, or prefix below the provider's minimum)"
+        )
+    if not lines:
+        lines.append("no cache breaks: every follow-up request kept its cacheable prefix")
+    return lines
+
+
+# --- headroom ------------------------------------------------------------------
+
+
+def headroom(store: Store, window: Window, filters: Filters, *, limit: Any = None,
+             bucket: Any = None) -> dict[str, Any]:
+    bucket_seconds = bucket_for(window, bucket)
+    params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
+              "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
+    series = run(store, "headroom_series", params)
+    rows = run(store, "headroom_requests", params)
+    return {
+        "window": window.as_json(),
+        "bucket_seconds": bucket_seconds,
+        "series": series,
+        "requests": rows,
+        "summary": headroom_summary(series, rows),
+    }
+
+
+def headroom_summary(series: list[Mapping[str, Any]], rows: list[Mapping[str, Any]]) -> str:
+    if not rows:
+        return "no requests with a known context window in this period"
+    tightest = rows[0]
+    return (f"tightest request {tightest['request_id']} ({tightest['model']}): "
+            f"{tightest['tokens_estimate']:,} of {tightest['context_window']:,} tokens "
+            f"({tightest['used_pct']} %), {tightest['headroom_tokens']:,} tokens of headroom")
+
+
+__all__ = [
+    "Filters", "InsightError", "Window", "bucket_for", "cache", "cache_summary", "growth",
+    "growth_summary", "headroom", "parse_time", "queries", "run", "total_from_attribution",
+]

@@ -1,0 +1,197 @@
+"""The named insight queries against the scripted scenario in chdb."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptprism.collector.insight import report
+from promptprism.collector.insight.queries import BYTES_PER_TOKEN, QUERIES, STORE
+from promptprism.collector.insight.report import Filters, InsightError, Window
+
+from . import scenario
+from .conftest import write_records
+
+
+def _window(now_ns: int, since: str) -> Window:
+    return Window.parse(since, now=now_ns // 10**9)
+
+
+def test_growth_names_the_block_that_grew(scenario_store, now_ns):
+    answer = report.growth(scenario_store, _window(now_ns, "7d"), Filters())
+    top = answer["attribution"][0]
+    assert top["series"] == "skills_prompt"
+    assert top["delta_bytes"] == scenario.SKILL_GROWTH
+    assert top["delta_tokens"] == pytest.approx(scenario.SKILL_GROWTH / BYTES_PER_TOKEN, abs=0.1)
+    assert top["contribution_pct"] == pytest.approx(scenario.expected_growth_pct(), abs=0.6)
+    # Contributions of all parts add up to the whole prompt's change.
+    total = sum(row["contribution_pct"] for row in answer["attribution"])
+    assert total == pytest.approx(answer["total"]["change_pct"], abs=0.05)
+    assert answer["total"]["previous_requests"] == answer["total"]["current_requests"] == 12
+    assert answer["summary"].startswith("prompt +")
+    assert ": skills_prompt +" in answer["summary"]
+    assert "memory" not in answer["summary"]  # below the noise threshold
+
+
+def test_growth_by_layer_and_stability(scenario_store, now_ns):
+    by_layer = report.growth(scenario_store, _window(now_ns, "7d"), Filters(), dimension="layer")
+    assert by_layer["attribution"][0]["series"] == "skills"
+    by_stability = report.growth(scenario_store, _window(now_ns, "7d"), Filters(), dimension="stability")
+    static = next(row for row in by_stability["attribution"] if row["series"] == "static")
+    assert static["delta_bytes"] == scenario.SKILL_GROWTH
+
+
+def test_growth_series_parts_add_up_to_the_prompt(scenario_store, now_ns):
+    answer = report.growth(scenario_store, _window(now_ns, "14d"), Filters(), dimension="layer", bucket=86400)
+    per_bucket: dict[str, float] = {}
+    for row in answer["series"]:
+        per_bucket[row["time"]] = per_bucket.get(row["time"], 0) + row["bytes_per_request"]
+    prompt_sizes = {record.prompt_bytes for record in scenario.records(now_ns)}
+    for total in per_bucket.values():
+        assert min(prompt_sizes) - 1 <= total <= max(prompt_sizes) + 1
+    assert len(per_bucket) == 6  # three days a week, two weeks
+
+
+def test_filters_narrow_and_unknown_service_is_empty(scenario_store, now_ns):
+    answer = report.growth(scenario_store, _window(now_ns, "7d"), Filters(service="nobody"))
+    assert answer["attribution"] == []
+    assert answer["summary"] == "no requests with a system prompt in this period"
+    answer = report.growth(scenario_store, _window(now_ns, "7d"), Filters(service=scenario.SERVICE, model=scenario.MODEL))
+    assert answer["attribution"][0]["series"] == "skills_prompt"
+
+
+def test_cache_names_the_misplaced_turn_block(scenario_store, now_ns):
+    answer = report.cache(scenario_store, _window(now_ns, "7d"), Filters(), limit=100)
+    (misordered,) = answer["misordered"]
+    assert misordered["block"] == "user_context"
+    assert misordered["before_block"] == "identity"
+    assert misordered["requests"] == 12
+    current = scenario.records(now_ns)[-1]
+    stable = sum(block.size for block in current.blocks if block.stability in ("static", "session"))
+    assert misordered["uncacheable_bytes"] == stable
+    (by_block,) = answer["by_block"]
+    assert by_block["block"] == "user_context" and by_block["stability"] == "turn"
+    assert by_block["breaks"] == 9  # every follow-up: 3 conversations × 3
+    assert answer["counts"] == {"follow_ups": 9, "breaks": 9, "misordered": 12, "provider_misses": 0}
+    assert answer["summary"][0].startswith("turn block user_context sits before stable block identity in 12 request(s)")
+    verdicts = {row["verdict"] for row in answer["requests"]}
+    assert verdicts == {"turn_before_stable"}
+
+
+def test_cache_previous_week_breaks_at_memory_and_compares_reported_tokens(scenario_store, now_ns):
+    window = Window(now_ns // 10**9 - 14 * 86400, now_ns // 10**9 - 7 * 86400)
+    answer = report.cache(scenario_store, window, Filters(), limit=100)
+    assert answer["misordered"] == []
+    (by_block,) = answer["by_block"]
+    assert by_block["block"] == "memory" and by_block["stability"] == "session" and by_block["breaks"] == 1
+    rows = {row["request_id"]: row for row in answer["requests"]}
+    broken = [row for row in rows.values() if row["cache_break"]]
+    assert len(broken) == 1 and broken[0]["changed_block"] == "memory" and broken[0]["changed_index"] == 4
+    assert broken[0]["prefix_identical"] is False
+    # The unchanged static blocks before memory are what the cache should serve.
+    assert broken[0]["expected_cached_tokens"] == broken[0]["cache_read_tokens"]
+    kept = [row for row in rows.values() if row["verdict"] == "ok"]
+    assert len(kept) == 8
+    for row in kept:
+        assert row["prefix_identical"] is True
+        assert row["prefix_blocks"] == 4
+        assert row["expected_cached_tokens"] == row["cache_read_tokens"] == row["prefix_bytes"] // BYTES_PER_TOKEN
+    firsts = [row for row in rows.values() if row["verdict"] == "first"]
+    assert len(firsts) == 3 and all(not row["has_previous"] for row in firsts)
+
+
+def test_cache_reports_provider_misses(store, now_ns):
+    records = [record for record in scenario.records(now_ns) if record.conversation_id == "previous-conversation-0"]
+    for record in records[1:]:
+        record.cache_read_tokens = 0  # the provider cached nothing although the prefix was unchanged
+    write_records(store, records)
+    window = Window(now_ns // 10**9 - 14 * 86400, now_ns // 10**9)
+    answer = report.cache(store, window, Filters())
+    assert answer["counts"]["provider_misses"] == 3
+    assert any("provider reported far fewer cached tokens" in line for line in answer["summary"])
+
+
+def test_conversation_filter(scenario_store, now_ns):
+    answer = report.cache(scenario_store, _window(now_ns, "7d"), Filters(conversation="current-conversation-1"))
+    assert {row["conversation_id"] for row in answer["requests"]} == {"current-conversation-1"}
+    assert answer["counts"]["follow_ups"] == 3
+
+
+def test_headroom(scenario_store, now_ns):
+    answer = report.headroom(scenario_store, _window(now_ns, "7d"), Filters(), limit=5)
+    assert len(answer["requests"]) == 5
+    tightest = answer["requests"][0]
+    assert tightest["context_window"] == scenario.CONTEXT_WINDOW
+    assert tightest["headroom_tokens"] == scenario.CONTEXT_WINDOW - tightest["tokens_estimate"]
+    assert tightest["headroom_tokens"] == min(row["headroom_tokens"] for row in answer["requests"])
+    assert {row["model"] for row in answer["series"]} == {scenario.MODEL}
+    assert "tightest request" in answer["summary"]
+
+
+def test_requests_without_context_window_are_not_in_headroom(store, now_ns):
+    records = scenario.records(now_ns)[:2]
+    for record in records:
+        record.context_window = 0
+    write_records(store, records)
+    answer = report.headroom(store, Window.parse("30d", now=now_ns // 10**9), Filters())
+    assert answer["requests"] == [] and answer["series"] == []
+
+
+def test_unmapped_prompts_count_as_one_part(store, now_ns):
+    records = scenario.records(now_ns)
+    for record in records:
+        if record.conversation_id.startswith("current"):
+            record.mapped, record.unmapped_reason, record.blocks = False, "collision", []
+    write_records(store, records)
+    answer = report.growth(store, Window.parse("7d", now=now_ns // 10**9), Filters())
+    unmapped = next(row for row in answer["attribution"] if row["series"] == "(unmapped)")
+    assert unmapped["previous_bytes"] == 0 and unmapped["current_bytes"] > 0
+    assert answer["total"]["current_bytes"] == pytest.approx(
+        sum(r.prompt_bytes for r in records if r.conversation_id.startswith("current")) / 12, abs=0.2)
+
+
+def test_every_query_binds_exactly_its_parameters(store):
+    for query in QUERIES.values():
+        sql = query.render(STORE)
+        used = set(__import__("re").findall(r"\{([a-z_]+):", sql)) - {"db"}
+        assert used == set(query.params), query.name
+        assert "{{" not in sql and "$" not in sql, query.name
+
+
+@pytest.mark.parametrize("text", ["yesterday", "7x", "2025-13-01"])
+def test_bad_time_is_a_clear_error(text):
+    with pytest.raises(InsightError, match="cannot read time"):
+        Window.parse(text, now=1_700_000_000)
+
+
+def test_window_parsing():
+    assert Window.parse("24h", now=1_700_000_000) == Window(1_700_000_000 - 86400, 1_700_000_000)
+    assert Window.parse("2023-11-14T00:00:00Z", "2023-11-15T00:00:00Z") == Window(1699920000, 1700006400)
+    assert report.bucket_for(Window(0, 7 * 86400)) == 6 * 3600
+    with pytest.raises(InsightError):
+        Window.parse("2023-11-15T00:00:00Z", "2023-11-14T00:00:00Z")  # until is before since
+    # A relative start counts back from the end of the window.
+    assert Window.parse("1d", "2d", now=1_700_000_000) == Window(1_700_000_000 - 3 * 86400, 1_700_000_000 - 2 * 86400)
+
+
+def test_bad_dimension_and_limit(scenario_store, now_ns):
+    with pytest.raises(InsightError, match="dimension"):
+        report.growth(scenario_store, _window(now_ns, "7d"), Filters(), dimension="colour")
+    with pytest.raises(InsightError, match="limit"):
+        report.cache(scenario_store, _window(now_ns, "7d"), Filters(), limit=0)
+
+
+def test_hostile_filter_values_are_bound(scenario_store, now_ns):
+    answer = report.growth(scenario_store, _window(now_ns, "7d"), Filters(service="x' OR 1=1 --"))
+    assert answer["attribution"] == []
+
+
+def test_summary_is_pure():
+    attribution = [
+        {"series": "skills_prompt", "previous_bytes": 1000.0, "current_bytes": 1140.0, "contribution_pct": 14.0,
+         "previous_requests": 10, "current_requests": 10},
+        {"series": "memory", "previous_bytes": 0.0, "current_bytes": 40.0, "contribution_pct": 4.0,
+         "previous_requests": 10, "current_requests": 10},
+    ]
+    total = report.total_from_attribution(attribution)
+    assert report.growth_summary(total, attribution) == (
+        "prompt +18.0 % (+180 B ≈ +45 tokens per request): skills_prompt +14.0 %, memory +4.0 %")
