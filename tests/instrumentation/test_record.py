@@ -1,0 +1,288 @@
+"""record_llm_request: one span per request with the SPEC §3 attributes and events."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace import StatusCode
+
+from promptprism.instrumentation import names, record
+from promptprism.instrumentation.capture import configure_content_capture
+from promptprism.instrumentation.context import correlation
+from promptprism.instrumentation.record import ToolSpec, record_llm_request
+from promptprism.instrumentation.redact import set_redactor
+from promptprism.instrumentation.segments import block, build_prompt
+from promptprism.instrumentation.templates import TemplateCatalog
+
+SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+
+
+def only_span(exporter):
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 1
+    return spans[0]
+
+
+def block_events(span):
+    return [dict(event.attributes) for event in span.events if event.name == names.EVENT_PROMPT_BLOCK]
+
+
+def tool_events(span):
+    return [dict(event.attributes) for event in span.events if event.name == names.EVENT_TOOL_DEFINITION]
+
+
+@pytest.fixture
+def prompt():
+    catalog = TemplateCatalog({"system": "You are Prism.\n{{ memory }}\nTools: {{ hint }}"})
+    return catalog.render("system", [block("memory", "Ada likes tea.", layer="memory", stability="session",
+                                           source="db:memory"),
+                                     block("hint", "use search", layer="instructions", stability="static")])
+
+
+def test_span_attributes_and_block_events_without_content(exporter, tracer_provider, prompt):
+    tools = [ToolSpec("search", '{"name":"search","parameters":{}}'), ToolSpec("read", '{"name":"read"}')]
+    with record_llm_request(provider="openai", model="gpt-4o", prompt=prompt, dialect="chat-completions",
+                            request_attributes={names.REQUEST_BODY_SHA256: "ab" * 32}, tools=tools,
+                            input_messages=[{"role": "user", "content": "hi"}], tracer_provider=tracer_provider,
+                            conversation_id="conv-1", message_id="msg-1", attempt=2) as call:
+        call.set_response(model="gpt-4o-2024-08-06", response_id="resp-1", finish_reasons=["stop"],
+                          input_tokens=120, output_tokens=7, cache_read_tokens=100, cache_creation_tokens=0,
+                          output_messages=[{"role": "assistant", "content": "hello"}])
+    span = only_span(exporter)
+    assert span.name == "chat gpt-4o"
+    assert span.kind == trace.SpanKind.CLIENT
+    assert span.instrumentation_scope.name == names.TRACER_NAME
+    encoded = prompt.text.encode()
+    assert dict(span.attributes) == {
+        names.GEN_AI_OPERATION_NAME: "chat",
+        names.GEN_AI_PROVIDER_NAME: "openai",
+        names.GEN_AI_REQUEST_MODEL: "gpt-4o",
+        names.SCHEMA_VERSION_ATTR: 1,
+        names.REQUEST_DIALECT: "chat-completions",
+        names.REQUEST_TOOLS_COUNT: 2,
+        names.REQUEST_BODY_SHA256: "ab" * 32,
+        names.GEN_AI_CONVERSATION_ID: "conv-1",
+        names.MESSAGE_ID: "msg-1",
+        names.ATTEMPT: 2,
+        names.PROMPT_BYTES: len(encoded),
+        names.PROMPT_SHA256: hashlib.sha256(encoded).hexdigest(),
+        names.PROMPT_BLOCK_COUNT: 4,
+        names.PROMPT_MAPPED: True,
+        names.PROMPT_TEMPLATE_NAME: "system",
+        names.PROMPT_TEMPLATE_ORIGIN: "builtin",
+        names.GEN_AI_RESPONSE_MODEL: "gpt-4o-2024-08-06",
+        names.GEN_AI_RESPONSE_ID: "resp-1",
+        names.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
+        names.GEN_AI_USAGE_INPUT_TOKENS: 120,
+        names.GEN_AI_USAGE_OUTPUT_TOKENS: 7,
+        names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 100,
+        names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: 0,
+    }
+    events = block_events(span)
+    assert [event[names.BLOCK_INDEX] for event in events] == [0, 1, 2, 3]
+    assert events[1] == {
+        names.BLOCK_INDEX: 1, names.BLOCK_NAME: "memory", names.BLOCK_LAYER: "memory",
+        names.BLOCK_STABILITY: "session", names.BLOCK_SOURCE: "db:memory",
+        names.BLOCK_START: len("You are Prism.\n"), names.BLOCK_END: len("You are Prism.\nAda likes tea."),
+        names.BLOCK_SIZE: len("Ada likes tea."),
+        names.BLOCK_SHA256: hashlib.sha256(b"Ada likes tea.").hexdigest(),
+    }
+    for event in events:  # the events alone rebuild a tiling of the prompt bytes
+        assert encoded[event[names.BLOCK_START]:event[names.BLOCK_END]] \
+            and hashlib.sha256(encoded[event[names.BLOCK_START]:event[names.BLOCK_END]]).hexdigest() \
+            == event[names.BLOCK_SHA256]
+    assert events[-1][names.BLOCK_END] == len(encoded)
+    assert tool_events(span) == [
+        {names.TOOL_NAME: "search", names.TOOL_SIZE: len(b'{"name":"search","parameters":{}}'),
+         names.TOOL_SHA256: hashlib.sha256(b'{"name":"search","parameters":{}}').hexdigest()},
+        {names.TOOL_NAME: "read", names.TOOL_SIZE: 15, names.TOOL_SHA256: hashlib.sha256(b'{"name":"read"}').hexdigest()},
+    ]
+    assert span.status.status_code == StatusCode.UNSET
+
+
+def test_content_capture_on_adds_content_variables_and_messages(exporter, tracer_provider, prompt):
+    configure_content_capture("SPAN_ONLY")
+    with record_llm_request(provider="anthropic", model="claude", prompt=prompt, tracer_provider=tracer_provider,
+                            tools=[ToolSpec("search", '{"name":"search"}')],
+                            input_messages=[{"role": "user", "content": "héllo"}]) as call:
+        call.set_response(output_messages='[{"role":"assistant"}]')
+    span = only_span(exporter)
+    assert [event[names.BLOCK_CONTENT] for event in block_events(span)] == [b.content for b in prompt.blocks]
+    assert all(names.BLOCK_REDACTED not in event for event in block_events(span))
+    assert tool_events(span)[0][names.TOOL_CONTENT] == '{"name":"search"}'
+    assert json.loads(span.attributes[names.GEN_AI_INPUT_MESSAGES]) == [{"role": "user", "content": "héllo"}]
+    assert span.attributes[names.GEN_AI_OUTPUT_MESSAGES] == '[{"role":"assistant"}]'
+    assert json.loads(span.attributes[names.PROMPT_TEMPLATE_VARIABLES]) == {
+        "memory": "Ada likes tea.", "hint": "use search"}
+    # A mapped prompt's text is in its blocks; it is not sent a second time.
+    assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in span.attributes
+
+
+@pytest.mark.parametrize("setting, captured", [("true", True), ("TRUE", True), ("SPAN_AND_EVENT", True),
+                                               ("span_only", True), ("false", False), ("NO_CONTENT", False),
+                                               ("EVENT_ONLY", False), ("nonsense", False), (None, False)])
+def test_environment_variable_decides_capture(monkeypatch, exporter, tracer_provider, prompt, setting, captured):
+    if setting is not None:
+        monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, setting)
+    with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
+                            input_messages="[]"):
+        pass
+    span = only_span(exporter)
+    assert all((names.BLOCK_CONTENT in event) == captured for event in block_events(span))
+    assert (names.GEN_AI_INPUT_MESSAGES in span.attributes) == captured
+
+
+def test_explicit_argument_beats_configuration(exporter, tracer_provider, prompt):
+    configure_content_capture(True)
+    with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
+                            capture_content=False):
+        pass
+    assert all(names.BLOCK_CONTENT not in event for event in block_events(only_span(exporter)))
+
+
+def test_redaction_masks_content_keeps_original_hashes_and_flags_it(exporter, tracer_provider):
+    configure_content_capture(True)
+    secret_prompt = build_prompt(["Key: ", block("credentials", f"use {SECRET}", layer="state")])
+    with record_llm_request(provider="openai", model="m", prompt=secret_prompt, tracer_provider=tracer_provider,
+                            tools=[ToolSpec("call", f'{{"auth":"Bearer {SECRET}"}}')],
+                            input_messages=[{"content": SECRET}]):
+        pass
+    span = only_span(exporter)
+    prose, credentials = block_events(span)
+    assert SECRET not in credentials[names.BLOCK_CONTENT]
+    assert "[REDACTED:api_key]" in credentials[names.BLOCK_CONTENT]
+    assert credentials[names.BLOCK_REDACTED] is True
+    assert credentials[names.BLOCK_SHA256] == hashlib.sha256(f"use {SECRET}".encode()).hexdigest()
+    assert credentials[names.BLOCK_SIZE] == len(f"use {SECRET}")
+    assert names.BLOCK_REDACTED not in prose
+    assert SECRET not in tool_events(span)[0][names.TOOL_CONTENT]
+    assert tool_events(span)[0][names.TOOL_REDACTED] is True
+    assert SECRET not in span.attributes[names.GEN_AI_INPUT_MESSAGES]
+
+
+def test_a_failing_redactor_drops_content_and_never_leaks_it(exporter, tracer_provider, prompt):
+    configure_content_capture(True)
+
+    def broken(text):
+        raise RuntimeError("redactor bug")
+
+    set_redactor(broken)
+    before = record.failure_count()
+    with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
+                            input_messages="secret"):
+        pass
+    span = only_span(exporter)
+    assert len(block_events(span)) == len(prompt.blocks)
+    assert all(names.BLOCK_CONTENT not in event for event in block_events(span))
+    assert names.GEN_AI_INPUT_MESSAGES not in span.attributes
+    assert record.failure_count() > before
+
+
+def test_text_prompt_uses_the_rendered_map_or_is_unmapped_not_rendered(exporter, tracer_provider, prompt):
+    configure_content_capture(True)
+    with record_llm_request(provider="openai", model="m", prompt=prompt.text, tracer_provider=tracer_provider):
+        pass
+    with record_llm_request(provider="openai", model="m", prompt="Typed by hand", tracer_provider=tracer_provider):
+        pass
+    looked_up, by_hand = exporter.get_finished_spans()
+    assert looked_up.attributes[names.PROMPT_BLOCK_COUNT] == len(prompt.blocks) == len(block_events(looked_up))
+    assert by_hand.attributes[names.PROMPT_MAPPED] is False
+    assert by_hand.attributes[names.PROMPT_UNMAPPED_REASON] == names.UNMAPPED_NOT_RENDERED
+    assert by_hand.attributes[names.PROMPT_BLOCK_COUNT] == 0 and block_events(by_hand) == []
+    assert by_hand.attributes[names.PROMPT_SHA256] == hashlib.sha256(b"Typed by hand").hexdigest()
+    assert json.loads(by_hand.attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
+        {"type": "text", "content": "Typed by hand"}]
+
+
+def test_the_applications_exception_propagates_and_marks_the_span(exporter, tracer_provider, prompt):
+    class ProviderDown(Exception):
+        pass
+
+    with pytest.raises(ProviderDown, match="503"):
+        with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider):
+            raise ProviderDown("503 from upstream")
+    span = only_span(exporter)
+    assert span.status.status_code == StatusCode.ERROR
+    assert "503" in span.status.description
+    assert span.attributes[names.ERROR_TYPE].endswith("ProviderDown")
+
+
+def test_span_is_current_inside_the_block(exporter, tracer_provider):
+    with record_llm_request(provider="openai", model="m", tracer_provider=tracer_provider) as call:
+        assert trace.get_current_span() is call.span
+    assert trace.get_current_span() is not call.span
+
+
+def test_recording_problems_never_reach_the_application(exporter, prompt, caplog):
+    class BrokenProvider:
+        def get_tracer(self, *args, **kwargs):
+            raise RuntimeError("tracer provider exploded")
+
+    before = record.failure_count()
+    with caplog.at_level(logging.WARNING, logger=record.__name__):
+        with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=BrokenProvider()) as call:
+            call.set_response(input_tokens=1)
+            result = "the app ran"
+    assert result == "the app ran"
+    assert record.failure_count() == before + 1
+    # Bad values from the app's side are counted, not raised, too.
+    with record_llm_request(provider="openai", model="m", tracer_provider=BrokenProvider(), attempt="not a number"):
+        pass
+    assert record.failure_count() == before + 2
+
+
+def test_failure_log_is_rate_limited(caplog, monkeypatch):
+    monkeypatch.setattr(record, "_last_log_time", float("-inf"))
+    with caplog.at_level(logging.WARNING, logger=record.__name__):
+        for _ in range(50):
+            record.report_failure("something broke")
+    assert len([r for r in caplog.records if "something broke" in r.getMessage()]) == 1
+
+
+def test_correlation_context_and_explicit_arguments(exporter, tracer_provider):
+    with correlation(conversation_id="c-outer", process_kind="worker", run_id="run-9", run_mode="batch"):
+        with correlation(conversation_id="c-inner", record_id="rec-1"):
+            with record_llm_request(provider="openai", model="m", tracer_provider=tracer_provider,
+                                    process_id="worker-3", run_mode="online"):
+                pass
+        with record_llm_request(provider="openai", model="m", tracer_provider=tracer_provider):
+            pass
+    with record_llm_request(provider="openai", model="m", tracer_provider=tracer_provider):
+        pass
+    inner, outer, outside = (dict(span.attributes) for span in exporter.get_finished_spans())
+    assert inner[names.GEN_AI_CONVERSATION_ID] == "c-inner"
+    assert inner[names.RECORD_ID] == "rec-1"
+    assert inner[names.PROCESS_KIND] == "worker" and inner[names.PROCESS_ID] == "worker-3"
+    assert inner[names.RUN_ID] == "run-9" and inner[names.RUN_MODE] == "online"
+    assert outer[names.GEN_AI_CONVERSATION_ID] == "c-outer" and names.RECORD_ID not in outer
+    assert names.GEN_AI_CONVERSATION_ID not in outside and names.RUN_ID not in outside
+
+
+def test_default_sdk_limits_would_drop_blocks_and_that_is_reported(exporter):
+    provider = TracerProvider()  # the SDK default: 128 events
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    big = build_prompt([block(f"b{number}", f"{number};", layer="x") for number in range(200)])
+    before = record.failure_count()
+    with record_llm_request(provider="openai", model="m", prompt=big, tracer_provider=provider):
+        pass
+    span = only_span(exporter)
+    assert span.dropped_events == 200 - 128
+    assert span.attributes[names.PROMPT_BLOCK_COUNT] == 200  # the collector sees the shortfall
+    assert record.failure_count() == before + 1
+
+
+def test_prompt_tracer_provider_keeps_a_thousand_blocks(exporter, tracer_provider):
+    big = build_prompt([block(f"b{number}", f"{number};", layer="x") for number in range(1500)])
+    with record_llm_request(provider="openai", model="m", prompt=big, tracer_provider=tracer_provider,
+                            tools=[ToolSpec(f"t{n}", "{}") for n in range(100)]):
+        pass
+    span = only_span(exporter)
+    assert span.dropped_events == 0
+    assert [event[names.BLOCK_INDEX] for event in block_events(span)] == list(range(1500))
+    assert len(tool_events(span)) == 100
