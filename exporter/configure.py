@@ -25,12 +25,9 @@ from urllib.parse import unquote, urlparse
 
 from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import (
-    OTEL_ATTRIBUTE_COUNT_LIMIT,
-    OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
     OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
     OTEL_BSP_MAX_QUEUE_SIZE,
     OTEL_BSP_SCHEDULE_DELAY,
-    OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT,
     OTEL_EXPORTER_OTLP_COMPRESSION,
     OTEL_EXPORTER_OTLP_ENDPOINT,
     OTEL_EXPORTER_OTLP_HEADERS,
@@ -43,13 +40,8 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_TRACES_INSECURE,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
-    OTEL_LINK_ATTRIBUTE_COUNT_LIMIT,
     OTEL_RESOURCE_ATTRIBUTES,
     OTEL_SERVICE_NAME,
-    OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT,
-    OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
-    OTEL_SPAN_EVENT_COUNT_LIMIT,
-    OTEL_SPAN_LINK_COUNT_LIMIT,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
@@ -98,28 +90,11 @@ DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 # request to see what it sent; one export a second costs next to nothing.
 DEFAULT_SCHEDULE_DELAY_MILLIS = 1000
 
-# --- Span limits for prompt spans (SPEC §3: never drop a block silently) ---------
-# The SDK's defaults keep the newest 128 events, so the *first* blocks of a
-# larger prompt would vanish (NOTES.md). One event per block plus one per tool
-# definition: agent prompts with retrieved chunks and skill lists reach
-# hundreds of blocks and tool catalogs ~100 tools. 8,192 leaves an order of
-# magnitude of headroom while still bounding a runaway loop (an event without
-# content is ~300 bytes: ~2.4 MiB per span).
-PROMPT_SPAN_EVENT_LIMIT = 8192
-# A block event carries 10 attributes (SPEC §3), other instrumentations' events
-# a handful; 64 keeps every one with room for additions.
-PROMPT_EVENT_ATTRIBUTE_LIMIT = 64
-# promptprism's ~30 attributes plus gen_ai.*, plus the legacy flattened content
-# of other instrumentations (gen_ai.prompt.N.role/.content: 2-3 per message, a
-# long conversation reaches hundreds).
-PROMPT_SPAN_ATTRIBUTE_LIMIT = 1024
-# Attribute values are not truncated: block content must arrive byte-exact for
-# the collector to check its sha256, and truncation would turn a correct map
-# into hash_mismatch. Size is bounded per request by batching instead.
-PROMPT_ATTRIBUTE_VALUE_LENGTH_LIMIT = SpanLimits.UNSET
-# Links and the generic attribute count: the SDK's own default (128), since
-# promptprism adds no links and the limits above cover what it does add.
-SDK_DEFAULT_COUNT_LIMIT = 128
+# Span limits come from the instrumentation (span_limits_for_prompts): the
+# library that writes the block events decides how many a span must hold
+# (SPEC §3: never drop a block silently; the SDK's defaults keep the newest
+# 128 events). They are explicit there, so OTEL_SPAN_*_LIMIT variables cannot
+# shrink them; only the span_limits argument replaces them.
 
 # RFC 9110 token characters: what a header name (and gRPC metadata key) may hold.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9a-z]+$")
@@ -263,46 +238,13 @@ def _resolve_endpoint(
     return f"{DEFAULT_HTTP_ENDPOINT}/{HTTP_TRACES_PATH}"
 
 
-def _limit(environ: Mapping[str, str], default: int, *names: str) -> int:
-    """A span limit from the first of ``names`` that is set, else ``default``.
+def _prompt_span_limits() -> SpanLimits:
+    # Imported here, not at module level: ``import promptprism.exporter`` stays
+    # OpenTelemetry-only, and the instrumentation (upstream of us in the data
+    # flow, SPEC §1) loads only when a provider is actually configured.
+    from promptprism.instrumentation.record import span_limits_for_prompts
 
-    Read here rather than by SpanLimits so that ``environ`` is the only input
-    (SpanLimits reads os.environ) and a bad value names its variable.
-    """
-    found = _environment_value(environ, *names)
-    if found is None:
-        return default
-    name, value = found
-    if value.lower() == "unset":
-        return SpanLimits.UNSET
-    if not value.isdigit():
-        raise ConfigurationError(f"{name}: expected a non-negative integer or 'unset', got {value!r}")
-    return int(value)
-
-
-def _span_limits(environ: Mapping[str, str]) -> SpanLimits:
-    """Prompt-sized limits, except where the application set an OTEL_*_LIMIT variable itself."""
-    return SpanLimits(
-        max_events=_limit(environ, PROMPT_SPAN_EVENT_LIMIT, OTEL_SPAN_EVENT_COUNT_LIMIT),
-        max_event_attributes=_limit(
-            environ, PROMPT_EVENT_ATTRIBUTE_LIMIT, OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT, OTEL_ATTRIBUTE_COUNT_LIMIT
-        ),
-        max_span_attributes=_limit(
-            environ, PROMPT_SPAN_ATTRIBUTE_LIMIT, OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, OTEL_ATTRIBUTE_COUNT_LIMIT
-        ),
-        max_attributes=_limit(environ, SDK_DEFAULT_COUNT_LIMIT, OTEL_ATTRIBUTE_COUNT_LIMIT),
-        max_links=_limit(environ, SDK_DEFAULT_COUNT_LIMIT, OTEL_SPAN_LINK_COUNT_LIMIT),
-        max_link_attributes=_limit(
-            environ, SDK_DEFAULT_COUNT_LIMIT, OTEL_LINK_ATTRIBUTE_COUNT_LIMIT, OTEL_ATTRIBUTE_COUNT_LIMIT
-        ),
-        max_attribute_length=_limit(environ, PROMPT_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT),
-        max_span_attribute_length=_limit(
-            environ,
-            PROMPT_ATTRIBUTE_VALUE_LENGTH_LIMIT,
-            OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
-            OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
-        ),
-    )
+    return span_limits_for_prompts()
 
 
 def resolve_settings(
@@ -404,7 +346,7 @@ def resolve_settings(
         max_queue_size=resolved_queue_size,
         max_export_batch_size=resolved_batch_size,
         schedule_delay_millis=resolved_delay,
-        span_limits=span_limits if span_limits is not None else _span_limits(environ),
+        span_limits=span_limits if span_limits is not None else _prompt_span_limits(),
     )
 
 

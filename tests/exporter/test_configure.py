@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+
 import pytest
 from opentelemetry.sdk.trace import SpanLimits
 
-from promptprism.exporter import (
-    DEFAULT_MAX_REQUEST_BYTES,
-    PROMPT_EVENT_ATTRIBUTE_LIMIT,
-    PROMPT_SPAN_ATTRIBUTE_LIMIT,
-    PROMPT_SPAN_EVENT_LIMIT,
-    ConfigurationError,
-    resolve_settings,
-)
+from promptprism.exporter import DEFAULT_MAX_REQUEST_BYTES, ConfigurationError, resolve_settings
+from promptprism.instrumentation.record import span_limits_for_prompts
 
 
 def test_defaults_follow_the_specification():
@@ -139,7 +137,6 @@ def test_insecure_follows_scheme_unless_set_and_https_always_wins():
         ({"OTEL_RESOURCE_ATTRIBUTES": "team"}, "OTEL_RESOURCE_ATTRIBUTES"),
         ({"OTEL_BSP_MAX_QUEUE_SIZE": "-5"}, "OTEL_BSP_MAX_QUEUE_SIZE"),
         ({"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "20"}, "must not exceed"),
-        ({"OTEL_SPAN_EVENT_COUNT_LIMIT": "many"}, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
         ({"PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES": "16MiB"}, "PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES"),
     ],
 )
@@ -155,29 +152,41 @@ def test_bad_arguments_name_the_argument():
         resolve_settings({}, compression="brotli")
 
 
-def test_span_limits_are_prompt_sized_by_default():
+def test_span_limits_are_the_instrumentations_prompt_limits():
     limits = resolve_settings({}).span_limits
-    assert limits.max_events == PROMPT_SPAN_EVENT_LIMIT >= 4096
-    assert limits.max_event_attributes == PROMPT_EVENT_ATTRIBUTE_LIMIT
-    assert limits.max_span_attributes == PROMPT_SPAN_ATTRIBUTE_LIMIT
-    assert limits.max_attribute_length is None  # block content is never truncated
-    assert limits.max_span_attribute_length is None
+    expected = span_limits_for_prompts()
+    assert limits.max_events == expected.max_events >= 4096
+    assert limits.max_event_attributes == expected.max_event_attributes >= 16
+    assert limits.max_span_attributes == expected.max_span_attributes
+    assert limits.max_attribute_length == expected.max_attribute_length
+    assert limits.max_span_attribute_length == expected.max_span_attribute_length
 
 
-def test_span_limit_variables_set_by_the_application_are_respected():
-    environ = {
-        "OTEL_SPAN_EVENT_COUNT_LIMIT": "50",
-        "OTEL_ATTRIBUTE_COUNT_LIMIT": "7",
-        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100",
-    }
-    limits = resolve_settings(environ).span_limits
-    assert limits.max_events == 50
-    assert limits.max_event_attributes == 7
-    assert limits.max_span_attributes == 7
-    assert limits.max_attribute_length == 100
-    assert resolve_settings({"OTEL_SPAN_EVENT_COUNT_LIMIT": "unset"}).span_limits.max_events is None
+def test_span_limit_variables_cannot_shrink_the_prompt_limits(monkeypatch):
+    # SpanLimits reads os.environ itself, so the variables go there.
+    monkeypatch.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "50")
+    monkeypatch.setenv("OTEL_ATTRIBUTE_COUNT_LIMIT", "7")
+    limits = resolve_settings({}).span_limits
+    assert limits.max_events == span_limits_for_prompts().max_events
+    assert limits.max_event_attributes == span_limits_for_prompts().max_event_attributes
 
 
 def test_explicit_span_limits_argument_wins():
     limits = SpanLimits(max_events=3)
-    assert resolve_settings({"OTEL_SPAN_EVENT_COUNT_LIMIT": "50"}, span_limits=limits).span_limits is limits
+    assert resolve_settings({}, span_limits=limits).span_limits is limits
+
+
+def test_importing_the_exporter_loads_only_opentelemetry_and_the_standard_library():
+    probe = (
+        "import sys, promptprism.exporter\n"
+        "top = {name.split('.')[0] for name in sys.modules} - set(sys.stdlib_module_names)\n"
+        "print(sorted(top))\n"
+        "print('promptprism.instrumentation' in sys.modules)\n"
+    )
+    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    modules_line, instrumentation_line = output.strip().splitlines()
+    loaded = set(ast.literal_eval(modules_line))
+    # Packaging shims (editable-install finder, setuptools' distutils hack) are not imports of ours.
+    loaded = {name for name in loaded if not name.startswith("_") and name != "__main__"}
+    assert loaded <= {"opentelemetry", "promptprism", "typing_extensions"}
+    assert instrumentation_line == "False"

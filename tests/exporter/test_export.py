@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.sdk.trace import SpanLimits
 
 from promptprism.exporter import configure
 
@@ -86,12 +87,11 @@ def test_environment_drives_endpoint_headers_resource_and_a_1000_event_span_arri
     assert [attributes_of(event.attributes)["promptprism.block.index"] for event in span.events] == list(range(1000))
 
 
-def test_the_receiver_sees_dropped_events_when_the_application_lowers_the_limit(
-    clean_environment, grpc_receiver, tracings
-):
+def test_with_the_sdk_default_limits_the_receiver_sees_dropped_events(clean_environment, grpc_receiver, tracings):
     """The control for the test above: dropped events would be visible there."""
-    clean_environment.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "128")
-    tracing = configure_for_test(tracings, protocol="grpc", endpoint=grpc_receiver.endpoint)
+    tracing = configure_for_test(
+        tracings, protocol="grpc", endpoint=grpc_receiver.endpoint, span_limits=SpanLimits(max_events=128)
+    )
     record_prompt_span(tracing.get_tracer("promptprism.test"), "chat", blocks=1000)
     assert tracing.force_flush()
 
