@@ -1,0 +1,235 @@
+"""The collector process: config → store → sink → receivers + the UI server.
+
+``Collector.start`` brings the parts up in dependency order and
+``Collector.stop`` takes them down in reverse, flushing the sink so that
+everything acknowledged is written. The UI server answers ``GET /healthz``
+(200 once the receivers listen), ``GET /metrics`` (Prometheus text) and
+mounts the read side's routes (JSON API, inspector, insight).
+
+When ``PROMPTPRISM_UI_TOKEN`` is set every UI route needs it, except
+``/healthz`` (load balancers probe it) and ``/metrics`` (counts only, never
+content; scrapers rarely carry tokens). A browser may pass ``?token=`` once:
+it becomes an HttpOnly cookie and the URL is cleaned.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import socket
+import threading
+from urllib.parse import parse_qsl, urlencode
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from .auth import authorized
+from .config import CollectorConfig
+from .ingest import Ingest
+from .metrics import Metrics
+from .receive_grpc import GrpcReceiver
+from .receive_http import traces_app
+
+logger = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/healthz", "/metrics"})
+TOKEN_COOKIE = "promptprism_ui_token"
+TOKEN_QUERY = "token"
+# Waiting for a listener to come up; a healthy one takes milliseconds.
+SERVER_START_TIMEOUT_SECONDS = 30.0
+# In-flight OTLP/HTTP exports get this long to finish on shutdown.
+HTTP_GRACEFUL_SHUTDOWN_SECONDS = 10
+# Read-side route factories, mounted when their module is in the checkout
+# (each lands separately; a missing one only means fewer pages).
+READ_SIDE_ROUTES = (
+    ("promptprism.collector.api", "api_routes"),
+    ("promptprism.collector.insight", "insight_routes"),
+    ("promptprism.collector.inspector", "inspector_routes"),
+)
+
+
+class ServerThread:
+    """A uvicorn server on its own thread and event loop, on a socket we bind
+    ourselves (so a taken port is an error here, and port 0 works)."""
+
+    def __init__(self, app, host: str, port: int, *, name: str, ssl_certfile: str | None = None,
+                 ssl_keyfile: str | None = None):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as error:
+            self.socket.close()
+            raise OSError(f"cannot listen for {name} on {host}:{port}: {error.strerror or error}") from None
+        self.host, self.port = host, self.socket.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                                timeout_graceful_shutdown=HTTP_GRACEFUL_SHUTDOWN_SECONDS)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                       name=f"promptprism-{name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = threading.Event()
+        for _ in range(int(SERVER_START_TIMEOUT_SECONDS / 0.01)):
+            if self.server.started or not self.thread.is_alive():
+                break
+            deadline.wait(0.01)
+        if not self.server.started:
+            raise OSError(f"server on {self.host}:{self.port} did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join()
+        self.socket.close()
+
+
+def read_side_routes(store) -> list:
+    routes = []
+    for module_name, factory in READ_SIDE_ROUTES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise  # the module is there but broken: surface it
+            logger.info("%s is not in this checkout; its routes are not served", module_name)
+            continue
+        routes.extend(getattr(module, factory)(store))
+    return routes
+
+
+class UiTokenGuard:
+    """ASGI middleware: every path outside OPEN_PATHS needs the UI token."""
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        if authorized(self.token, request.headers.get("authorization")) or \
+                authorized(self.token, f"Bearer {request.cookies.get(TOKEN_COOKIE, '')}"):
+            return await self.app(scope, receive, send)
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        presented = next((value for key, value in query if key == TOKEN_QUERY), None)
+        if presented is not None and authorized(self.token, f"Bearer {presented}"):
+            rest = urlencode([(key, value) for key, value in query if key != TOKEN_QUERY])
+            response: Response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+            response.set_cookie(TOKEN_COOKIE, presented, httponly=True, samesite="strict")
+        else:
+            response = JSONResponse({"error": "missing or wrong UI token (Authorization: Bearer …)"},
+                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+def ui_app(store, *, metrics: Metrics, sink_stats, token: str | None, ready: threading.Event):
+    async def healthz(request: Request) -> JSONResponse:
+        if not ready.is_set():
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_text(request: Request) -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(sink_stats), media_type="text/plain; version=0.0.4")
+
+    routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
+    app = Starlette(routes=routes + read_side_routes(store))
+    return UiTokenGuard(app, token) if token else app
+
+
+def open_store(config: CollectorConfig):
+    """The configured store, migrated (the server store migrates on first contact)."""
+    if config.store == "embedded":
+        from .store.embedded import EmbeddedStore
+        from .store.migrations import migrate
+
+        store = EmbeddedStore(config.data_dir, retention_days=config.retention_days)
+        migrate(store)
+        return store
+    from .store.server import ServerStore
+
+    return ServerStore(config.store, retention_days=config.retention_days, auto_migrate=True)
+
+
+class Collector:
+    def __init__(self, config: CollectorConfig, *, store=None):
+        """``store``: an open, migrated store to use (tests); else the configured one is opened."""
+        self.config = config
+        self.store = store
+        self._owns_store = store is None
+        self.metrics = Metrics()
+        self.ready = threading.Event()
+        self.sink = None
+        self.grpc: GrpcReceiver | None = None
+        self.http: ServerThread | None = None
+        self.ui: ServerThread | None = None
+
+    def start(self) -> "Collector":
+        from .sink import open_sink
+
+        config = self.config
+        tls = {"ssl_certfile": config.tls_cert_file, "ssl_keyfile": config.tls_key_file}
+        try:
+            if self.store is None:
+                self.store = open_store(config)
+            self.sink = open_sink(self.store, data_dir=config.data_dir, spool_max_bytes=config.spool_max_bytes)
+            self.ui = ServerThread(ui_app(self.store, metrics=self.metrics, sink_stats=self.sink.stats,
+                                          token=config.ui_token, ready=self.ready),
+                                   *config.ui_address, name="ui", **tls)
+            self.ui.start()
+            ingest = Ingest(self.sink, self.metrics)
+            self.http = ServerThread(traces_app(ingest, token=config.ingest_token,
+                                                receive_limit_bytes=config.receive_limit_bytes),
+                                     *config.otlp_http_address, name="otlp-http", **tls)
+            self.grpc = GrpcReceiver(ingest, host=config.otlp_grpc_address[0], port=config.otlp_grpc_address[1],
+                                     token=config.ingest_token, receive_limit_bytes=config.receive_limit_bytes,
+                                     tls_cert_file=config.tls_cert_file, tls_key_file=config.tls_key_file)
+            self.http.start()
+            self.grpc.start()
+        except BaseException:
+            self.stop()
+            raise
+        self.ready.set()
+        return self
+
+    def stop(self) -> None:
+        """Stop taking exports, flush what was acknowledged, then close the rest."""
+        self.ready.clear()
+        if self.grpc is not None:
+            self.grpc.stop()
+            self.grpc = None
+        if self.http is not None:
+            self.http.stop()
+            self.http = None
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
+        if self.ui is not None:
+            self.ui.stop()
+            self.ui = None
+        if self._owns_store and self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def __enter__(self) -> "Collector":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def endpoints(self) -> dict[str, str]:
+        scheme = "https" if self.config.tls else "http"
+        return {
+            "otlp_grpc": f"{scheme}://{_host(self.grpc.host)}:{self.grpc.port}",
+            "otlp_http": f"{scheme}://{_host(self.http.host)}:{self.http.port}",
+            "ui": f"{scheme}://{_host(self.ui.host)}:{self.ui.port}",
+        }
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,118 @@
+"""OTLP/gRPC receiver: ``TraceService/Export`` on a grpcio server.
+
+The handler only authenticates, hands the raw request bytes to ``Ingest``
+and answers. It takes the request undeserialized so the payload is parsed
+once and its bytes give the dedup token. grpcio itself enforces the receive
+limit (on the decompressed size) and answers RESOURCE_EXHAUSTED past it.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+
+import grpc
+from google.protobuf.any_pb2 import Any as AnyMessage
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from . import metrics as outcomes
+from .auth import AUTHORIZATION, authorized
+from .decode import MalformedPayload
+from .ingest import ENCODING_PROTOBUF, Ingest
+from .sink import Backpressure
+from .store.base import StoreError
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
+METHOD_NAME = "Export"
+TRANSPORT = "grpc"
+RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"  # the only place the Python exporter looks
+STATUS_DETAILS_TRAILER = "grpc-status-details-bin"  # google.rpc.Status, the gRPC richer-error model
+
+# Concurrent exports being decoded and written. Each holds a decoded batch
+# (up to the receive limit) in memory; the sink queues and groups them, so a
+# few threads keep both cores busy while bounding memory.
+MAX_WORKERS = 8
+# Beyond the workers, calls wait in grpcio's queue up to this many; more get
+# RESOURCE_EXHAUSTED, which OTLP exporters retry.
+MAX_CONCURRENT_RPCS = 64
+# On shutdown, calls in flight get this long to finish before being cancelled.
+STOP_GRACE_SECONDS = 10.0
+
+
+def retry_trailers(message: str, retry_after_seconds: float) -> tuple[tuple[str, bytes], ...]:
+    """RetryInfo in both places a client may look for it."""
+    retry_info = error_details_pb2.RetryInfo()
+    whole = int(retry_after_seconds)
+    retry_info.retry_delay.seconds = whole
+    retry_info.retry_delay.nanos = int((retry_after_seconds - whole) * 1e9)
+    detail = AnyMessage()
+    detail.Pack(retry_info)
+    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=message, details=[detail])
+    return ((RETRY_INFO_TRAILER, retry_info.SerializeToString()),
+            (STATUS_DETAILS_TRAILER, status.SerializeToString()))
+
+
+class GrpcReceiver:
+    def __init__(self, ingest: Ingest, *, host: str, port: int, token: str | None = None,
+                 receive_limit_bytes: int, tls_cert_file: str | None = None, tls_key_file: str | None = None):
+        self.ingest = ingest
+        self.token = token
+        self.metrics = ingest.metrics
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="promptprism-grpc"),
+            maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+            options=[
+                ("grpc.max_receive_message_length", receive_limit_bytes),
+                ("grpc.max_send_message_length", receive_limit_bytes),
+            ],
+        )
+        handler = grpc.unary_unary_rpc_method_handler(
+            self._export, request_deserializer=None,
+            response_serializer=ExportTraceServiceResponse.SerializeToString)
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE_NAME, {METHOD_NAME: handler}),))
+        target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if tls_cert_file:
+            with open(tls_key_file, "rb") as key, open(tls_cert_file, "rb") as cert:
+                credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+            self.port = self._server.add_secure_port(target, credentials)
+        else:
+            self.port = self._server.add_insecure_port(target)
+        if not self.port:
+            raise OSError(f"cannot listen for OTLP/gRPC on {target}")
+        self.host = host
+
+    def start(self) -> None:
+        self._server.start()
+
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        self._server.stop(grace_seconds).wait()
+
+    def _export(self, payload: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        if self.token:
+            header = next((value for key, value in context.invocation_metadata() if key == AUTHORIZATION), None)
+            if not authorized(self.token, header):
+                self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_UNAUTHENTICATED)
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            outcome = self.ingest.export(payload, ENCODING_PROTOBUF, TRANSPORT)
+        except MalformedPayload as error:
+            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_MALFORMED, len(payload))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except Backpressure as error:
+            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_BACKPRESSURE, len(payload))
+            message = f"retry later: {error}"
+            context.set_trailing_metadata(retry_trailers(message, error.retry_after_seconds))
+            context.abort(grpc.StatusCode.UNAVAILABLE, message)
+        except StoreError as error:
+            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(payload))
+            logger.error("store refused an OTLP/gRPC export: %.300s", str(error))
+            context.abort(grpc.StatusCode.INTERNAL, "the store refused the data")
+        response = ExportTraceServiceResponse()
+        if outcome.rejected_spans:
+            response.partial_success.rejected_spans = outcome.rejected_spans
+            response.partial_success.error_message = outcome.error_message
+        return response
