@@ -141,8 +141,8 @@ def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
     return total
 
 
-def _group_bytes(span: ReadableSpan) -> int:
-    """Size of the resource and scope a span is grouped under in a request."""
+def estimate_group_bytes(span: ReadableSpan) -> int:
+    """An upper bound of the resource and scope framing a span needs in a request."""
     total = GROUP_FIXED_BYTES
     resource = span.resource
     if resource is not None:
@@ -175,11 +175,6 @@ def estimate_span_bytes(span: ReadableSpan) -> int:
         if link.context is not None and link.context.trace_state:
             total += _string_bytes(",".join(f"{key}={value}" for key, value in link.context.trace_state.items()))
     return total
-
-
-def estimate_group_bytes(span: ReadableSpan) -> int:
-    """An upper bound of the resource and scope framing the span needs in a request."""
-    return _group_bytes(span)
 
 
 def _group_key(span: ReadableSpan) -> tuple[int, int]:

@@ -173,9 +173,9 @@ class ByteCountingRelay:
         except OSError:
             pass
         finally:
-            for sock in (source, destination):
+            for connection in (source, destination):
                 try:
-                    sock.shutdown(socket.SHUT_RDWR)
+                    connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
 
