@@ -1,0 +1,221 @@
+"""Every panel's SQL, expanded as Grafana and the ClickHouse plugin expand it,
+runs against the real schema in chdb (filled with the scripted scenario) and
+returns the columns its panel type needs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+import yaml
+
+from promptprism.collector.insight import grafana
+from promptprism.collector.insight.queries import QUERIES
+
+from insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
+from insight.conftest import write_records
+from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+GRAFANA_UNITS = {"short", "decbytes", "bytes", "percent", "percentunit", "ms", "s", "none"}
+NUMERIC = re.compile(r"^(Nullable\()?(U?Int\d+|Float\d+|Decimal.*)\)?$")
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def panels(dashboard: dict) -> list[dict]:
+    return [panel for panel in dashboard["panels"] if panel["type"] != "row"]
+
+
+def test_committed_dashboard_is_generated_from_the_named_queries():
+    committed = (ROOT / "grafana" / "dashboards" / "promptprism.json").read_text(encoding="utf-8")
+    assert committed == grafana.render_json(), "run: python -m promptprism.collector.insight.grafana"
+
+
+def test_every_named_query_has_a_panel():
+    used = {panel["targets"][0]["meta"]["promptprism_query"] for path in DASHBOARDS for panel in panels(load(path))}
+    assert set(QUERIES) - {"cache_requests"} <= used  # per-request rows are for the API and CLI
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda path: path.name)
+def test_dashboard_structure(path):
+    dashboard = load(path)
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids)) and all(isinstance(panel_id, int) for panel_id in ids)
+    assert dashboard["uid"] and isinstance(dashboard["schemaVersion"], int)
+    variables = {variable["name"]: variable for variable in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "grafana-clickhouse-datasource"
+    for name in ("service", "model", "process"):
+        assert variables[name]["includeAll"] and variables[name]["multi"]
+        assert variables[name]["datasource"] == {"type": "grafana-clickhouse-datasource", "uid": "${datasource}"}
+    for panel in panels(dashboard):
+        assert panel["datasource"] == {"type": "grafana-clickhouse-datasource", "uid": "${datasource}"}, panel["title"]
+        grid = panel["gridPos"]
+        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24 and grid["h"] > 0
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}"
+            assert target["editorType"] == "sql" and target["rawSql"].strip()
+            assert target["format"] == (0 if panel["type"] == "timeseries" else 1)
+        defaults = panel["fieldConfig"]["defaults"]
+        assert defaults["unit"] in GRAFANA_UNITS and isinstance(defaults["decimals"], int)
+        for override in panel["fieldConfig"]["overrides"]:
+            for prop in override["properties"]:
+                if prop["id"] == "unit":
+                    assert prop["value"] in GRAFANA_UNITS
+        # Every filter on service/model/process goes through $__conditionalAll.
+        sql = panel["targets"][0]["rawSql"]
+        for name in ("service", "model", "process"):
+            for use in re.finditer(r"\$\{" + name + r":singlequote\}", sql):
+                before = sql[:use.start()]
+                assert before.rfind("$__conditionalAll(") > before.rfind(")"), panel["title"]
+
+
+def test_requests_table_links_trace_ids_to_inspector_and_trace_view():
+    dashboard = load(ROOT / "grafana" / "dashboards" / "promptprism.json")
+    table = next(panel for panel in panels(dashboard) if panel["targets"][0]["meta"]["promptprism_query"] == "requests_table")
+    override = next(o for o in table["fieldConfig"]["overrides"] if o["matcher"]["options"] == "trace_id")
+    links = next(prop["value"] for prop in override["properties"] if prop["id"] == "links")
+    urls = [link["url"] for link in links]
+    assert "${inspector_url}/trace/${__value.raw}" in urls
+    explore = unquote(next(url for url in urls if url.startswith("/explore")))
+    assert "otel_traces" in explore and "TraceId = '${__value.raw}'" in explore
+    variables = {variable["name"] for variable in dashboard["templating"]["list"]}
+    assert "inspector_url" in variables
+
+
+def test_provisioning_points_at_the_dashboards_and_the_plugin():
+    datasources = yaml.safe_load((ROOT / "grafana/provisioning/datasources/clickhouse.yaml").read_text())
+    (source,) = datasources["datasources"]
+    assert source["type"] == "grafana-clickhouse-datasource"
+    assert source["jsonData"]["traces"]["defaultTable"] == "otel_traces"
+    assert source["jsonData"]["traces"]["otelEnabled"] is True
+    providers = yaml.safe_load((ROOT / "grafana/provisioning/dashboards/promptprism.yaml").read_text())
+    (provider,) = providers["providers"]
+    assert provider["type"] == "file" and provider["options"]["path"].startswith("/var/lib/grafana/dashboards")
+
+
+# --- the SQL, expanded and run ---------------------------------------------------
+
+
+def _variables(database: str, **selected) -> dict[str, Variable]:
+    return {
+        "database": Variable("database", database),
+        "service": Variable("service", selected.get("service", ALL), [scenario.SERVICE, "other-service"]),
+        "model": Variable("model", selected.get("model", ALL), [scenario.MODEL]),
+        "process": Variable("process", selected.get("process", ALL), ["channel", "worker"]),
+        "dimension": Variable("dimension", selected.get("dimension", "layer"), []),
+        "inspector_url": Variable("inspector_url", "http://127.0.0.1:4380"),
+    }
+
+
+def _describe(store, sql: str) -> list[tuple[str, str]]:
+    return [(row["name"], row["type"]) for row in store.query(f"DESCRIBE ({sql})")]
+
+
+def _check_columns(panel: dict, columns: list[tuple[str, str]], rows: list[dict]) -> None:
+    names = [name for name, _ in columns]
+    if panel["type"] == "timeseries":
+        assert names[0] == "time" and columns[0][1].startswith("DateTime"), panel["title"]
+        value_columns = [(name, kind) for name, kind in columns[1:] if not kind.endswith("String)") and kind != "String"]
+        assert value_columns and all(NUMERIC.match(kind) for _, kind in value_columns), columns
+        labels = [name for name, kind in columns[1:] if kind in ("String", "LowCardinality(String)")]
+        assert len(labels) <= 1, columns  # long format: one label column for LongToWide
+    elif panel["type"] == "stat":
+        assert len(rows) == 1
+        assert any(NUMERIC.match(kind) for _, kind in columns)
+    else:
+        assert names, panel["title"]
+    for column, unit in grafana.UNITS.items():
+        if column in names:
+            kind = dict(columns)[column]
+            assert NUMERIC.match(kind), (column, kind)
+
+
+ALL_PANELS = [(path, panel) for path in DASHBOARDS for panel in panels(load(path))]
+
+
+@pytest.fixture(scope="module")
+def filled(chdb_root):
+    """One database with the scenario for the whole module (the panels only read)."""
+    import time
+    import uuid
+
+    from promptprism.collector.store.migrations import migrate
+
+    database = f"test_grafana_{uuid.uuid4().hex[:8]}"
+    store = chdb_root.with_database(database)
+    migrate(store)
+    now_ns = int(time.time()) * 10**9
+    write_records(store, scenario.records(now_ns))
+    yield store, now_ns
+    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+@pytest.mark.parametrize("path,panel", ALL_PANELS, ids=[f"{p.stem}:{panel['id']}" for p, panel in ALL_PANELS])
+def test_panel_sql_runs_and_returns_its_columns(filled, path, panel):
+    store, now_ns = filled
+    now_ms = now_ns // 10**6
+    week = TimeRange(from_ms=now_ms - 7 * 86_400_000, to_ms=now_ms, interval_ms=3_600_000)
+    sql = expand(panel["targets"][0]["rawSql"], _variables(store.database), week)
+    assert "$" not in sql, sql
+    rows = store.query(sql)
+    _check_columns(panel, _describe(store, sql), rows)
+    assert rows, f"{panel['title']}: no rows for the scenario week"
+    # A specific service selected (the IN branch of $__conditionalAll) and one that matches nothing.
+    selected = expand(panel["targets"][0]["rawSql"], _variables(store.database, service=[scenario.SERVICE]), week)
+    assert len(store.query(selected)) == len(rows)
+    nothing = expand(panel["targets"][0]["rawSql"], _variables(store.database, service=["other-service"]), week)
+    other_rows = store.query(nothing)
+    if panel["type"] != "stat":
+        assert other_rows == []
+
+
+def test_growth_panels_name_the_block_that_grew(filled):
+    store, now_ns = filled
+    now_ms = now_ns // 10**6
+    week = TimeRange(now_ms - 7 * 86_400_000, now_ms, 3_600_000)
+    sql = expand(QUERIES["growth_attribution"].render(grafana.GRAFANA),
+                 _variables(store.database, dimension="name"), week)
+    top = store.query(sql)[0]
+    assert top["series"] == "skills_prompt" and top["delta_bytes"] == scenario.SKILL_GROWTH
+    sql = expand(QUERIES["cache_misordered"].render(grafana.GRAFANA), _variables(store.database), week)
+    assert store.query(sql)[0]["block"] == "user_context"
+
+
+@pytest.mark.parametrize("name", ["service", "model", "process"])
+def test_variable_queries_run(filled, name):
+    store, now_ns = filled
+    variable = next(v for v in grafana.templating() if v["name"] == name)
+    now_ms = now_ns // 10**6
+    sql = expand(variable["query"], _variables(store.database), TimeRange(now_ms - 7 * 86_400_000, now_ms, 60_000))
+    values = [list(row.values())[0] for row in store.query(sql)]
+    assert values, name
+
+
+def test_trace_view_query_runs_on_otel_traces(filled):
+    store, _ = filled
+    sql = interpolate(grafana.TRACE_VIEW_SQL.replace("${__value.raw}", "4bf92f3577b34da6a3ce929d0e0e4736"),
+                      _variables(store.database))
+    columns = [name for name, _ in _describe(store, sql)]
+    assert columns == ["traceID", "spanID", "parentSpanID", "serviceName", "operationName", "startTime",
+                       "duration", "tags", "serviceTags"]
+
+
+def test_expander_models_the_plugin():
+    variables = {"service": Variable("service", ALL, ["a"]), "model": Variable("model", ["x", "y'z"], [])}
+    sql = "WHERE $__conditionalAll(service IN (${service:singlequote}), $service) AND $__conditionalAll(model IN (${model:singlequote}), $model)"
+    assert apply_conditional_all(sql, variables) == "WHERE 1=1 AND model IN (${model:singlequote})"
+    assert interpolate(apply_conditional_all(sql, variables), variables) == "WHERE 1=1 AND model IN ('x','y\\'z')"
+    assert expand("$__timeFilter(t) AND $__timeInterval(t) $__interval_s $__fromTime",
+                  {}, TimeRange(1_000_000, 2_000_000, 20_000)) == (
+        "t >= toDateTime(1000) AND t <= toDateTime(2000) AND "
+        "toStartOfInterval(toDateTime(t), INTERVAL 20 second) 20 toDateTime(1000)")
+    with pytest.raises(ValueError):
+        expand("$__nonsense(t)", {}, TimeRange(0, 1000, 1000))
