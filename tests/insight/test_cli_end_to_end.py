@@ -1,0 +1,123 @@
+"""The scripted scenario sent as OTLP through a running collector; then
+`promptprism growth` and `promptprism cache` find, name and quantify it, and
+the insight API, the overview page and the Grafana panels agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from promptprism.collector.cli import main as cli_main
+from promptprism.collector.insight.queries import BYTES_PER_TOKEN
+
+from conftest import free_port
+
+from . import scenario
+from .otlp_scenario import send
+
+pytestmark = pytest.mark.slow
+
+STARTUP_SECONDS = 60
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, response.read().decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def running_collector(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("collector")
+    grpc_port, http_port, ui_port = free_port(), free_port(), free_port()
+    log = open(data_dir / "collector.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())", "collector",
+         "--data-dir", str(data_dir), "--otlp-grpc-address", f"127.0.0.1:{grpc_port}",
+         "--otlp-http-address", f"127.0.0.1:{http_port}", "--ui-address", f"127.0.0.1:{ui_port}"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PROMPTPRISM_UI_TOKEN": ""},
+    )
+    ui = f"http://127.0.0.1:{ui_port}"
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            if _get(f"{ui}/healthz")[0] == 200:
+                break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("collector did not start:\n" + (data_dir / "collector.log").read_text(errors="replace"))
+        time.sleep(0.2)
+    now_ns = int(time.time()) * 10**9
+    records = scenario.records(now_ns)
+    send(records, f"http://127.0.0.1:{http_port}/v1/traces")
+    # Acknowledged means durable (store or spool); wait until all are readable.
+    deadline = time.monotonic() + 30
+    while json.loads(_get(f"{ui}/api/requests?limit=1000")[1])["requests"].__len__() < len(records):
+        assert time.monotonic() < deadline, "records not readable after export"
+        time.sleep(0.2)
+    yield ui, now_ns
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+def _cli(capsys, *argv: str) -> str:
+    assert cli_main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_growth_cli_names_and_quantifies_the_skill_growth(running_collector, capsys):
+    ui, _ = running_collector
+    text = _cli(capsys, "growth", "--url", ui)
+    first = text.splitlines()[0]
+    assert first.startswith("prompt +") and ": skills_prompt +" in first, text
+    expected = f"+{scenario.SKILL_GROWTH:,}"
+    skills_line = next(line for line in text.splitlines() if line.startswith("skills_prompt"))
+    assert expected in skills_line and f"+{scenario.SKILL_GROWTH // BYTES_PER_TOKEN:,}" in skills_line
+
+    answer = json.loads(_cli(capsys, "growth", "--url", ui, "--json", "--by", "layer"))
+    assert answer["attribution"][0]["series"] == "skills"
+    assert answer["attribution"][0]["delta_bytes"] == scenario.SKILL_GROWTH
+    assert answer["attribution"][0]["contribution_pct"] == pytest.approx(scenario.expected_growth_pct(), abs=0.6)
+
+
+def test_cache_cli_names_the_turn_block_moved_before_identity(running_collector, capsys):
+    ui, _ = running_collector
+    text = _cli(capsys, "cache", "--url", ui, "--requests", "3")
+    lines = text.splitlines()
+    assert lines[0].startswith("turn block user_context sits before stable block identity in 12 request(s)"), text
+    assert "cache broken by user_context (turn) 9×" in text
+    assert "turn_before_stable" in text  # the per-request verdicts
+
+    answer = json.loads(_cli(capsys, "cache", "--url", ui, "--json", "--since", "14d"))
+    blocks = {row["block"]: row for row in answer["by_block"]}
+    assert blocks["user_context"]["breaks"] == 9 and blocks["memory"]["breaks"] == 1
+    assert answer["misordered"][0]["uncacheable_tokens"] > 0
+
+
+def test_cli_filters_and_errors(running_collector, capsys):
+    ui, _ = running_collector
+    answer = json.loads(_cli(capsys, "growth", "--url", ui, "--json", "--service", "nobody"))
+    assert answer["attribution"] == []
+    assert cli_main(["growth", "--url", ui, "--since", "yesterday"]) == 1
+    assert "cannot read time" in capsys.readouterr().err
+
+
+def test_overview_page_and_headroom_api(running_collector):
+    ui, _ = running_collector
+    status, html = _get(f"{ui}/overview")
+    assert status == 200 and "<svg" in html and "<script" not in html
+    assert "skills_prompt" in html and "user_context" in html
+    status, body = _get(f"{ui}/api/insight/headroom")
+    answer = json.loads(body)
+    assert answer["requests"][0]["context_window"] == scenario.CONTEXT_WINDOW
