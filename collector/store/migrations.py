@@ -59,12 +59,12 @@ def applied_versions(store: Store) -> set[int]:
     return {int(row["version"]) for row in rows}
 
 
-def migrate(store: Store) -> list[str]:
-    """Apply every migration not yet recorded; return the names applied."""
+def migrate(store: Store, *, up_to: int | None = None) -> list[str]:
+    """Apply every migration not yet recorded (up to version ``up_to``); return the names applied."""
     done = applied_versions(store)
     applied = []
     for migration in load_migrations(database=store.database, retention_days=store.retention_days):
-        if migration.version in done:
+        if migration.version in done or (up_to is not None and migration.version > up_to):
             continue
         for statement in migration.statements:
             store.execute(statement)
