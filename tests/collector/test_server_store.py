@@ -257,3 +257,46 @@ def test_store_down_then_back_every_record_once(tmp_path):
         sink.close()
         store.close()
         server.stop()
+
+
+def run_migrate_verb(argv: list[str]) -> int:
+    """The `migrate` verb through its own parser (the CLI registers it the same way)."""
+    import argparse
+
+    from promptprism.collector.cli import migrate as verb
+
+    parser = argparse.ArgumentParser(prog="promptprism")
+    verb.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["migrate", *argv])
+    return args.handler(args)
+
+
+def test_migrate_verb_applies_then_reports_up_to_date(http_clickhouse, capsys):
+    database = f"test_{uuid.uuid4().hex[:12]}"
+    url = http_clickhouse.url.rsplit("/", 1)[0] + f"/{database}"
+    assert run_migrate_verb(["--store", url, "--retention-days", "9"]) == 0
+    assert "applied 001_initial.sql, 002_otel_traces_dedup.sql" in capsys.readouterr().out
+    assert run_migrate_verb(["--store", url]) == 0
+    assert "schema up to date" in capsys.readouterr().out
+    store = ServerStore(url)
+    try:
+        ddl = store.query("SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'requests'",
+                          {"db": database})[0]["engine_full"]
+        assert "toIntervalDay(9)" in ddl
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+        store.close()
+
+
+def test_migrate_verb_prints_the_ddl_without_connecting(capsys):
+    assert run_migrate_verb(["--print", "--store", "http://u:p@127.0.0.1:1/prism", "--retention-days", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "CREATE TABLE IF NOT EXISTS prism.otel_traces" in out
+    assert "toIntervalDay(7)" in out and "${" not in out
+
+
+def test_migrate_verb_unreachable_server_is_one_line_error(port):
+    from promptprism.collector.cli import CommandError
+
+    with pytest.raises(CommandError, match="cannot migrate prism"):
+        run_migrate_verb(["--store", f"http://u:p@127.0.0.1:{port}/prism"])
