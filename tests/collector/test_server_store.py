@@ -300,3 +300,34 @@ def test_migrate_verb_unreachable_server_is_one_line_error(port):
 
     with pytest.raises(CommandError, match="cannot migrate prism"):
         run_migrate_verb(["--store", f"http://u:p@127.0.0.1:{port}/prism"])
+
+
+def readme_schema_queries() -> list[str]:
+    """The ```sql blocks of the README's storage-schema section."""
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- schema -->", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", section, re.S)
+
+
+def test_readme_lists_five_queries():
+    assert len(readme_schema_queries()) == 5
+
+
+@pytest.mark.parametrize("number", range(5))
+def test_readme_query_runs_and_answers(any_store, number):
+    import re
+
+    batch = make_batch(0, 3, started_at_ns=now_ns())
+    for name, table in build_tables(batch.spans, batch.records).non_empty():
+        any_store.insert(name, table)
+    sql = readme_schema_queries()[number].replace("promptprism.", f"{any_store.database}.")
+    known = {"service": "chat-app", "trace_id": f"{2:032x}", "request_id": f"{2:016x}"}
+    params = {name: known[name] for name in re.findall(r"\{(\w+):", sql)}
+    rows = any_store.query(sql, params)
+    assert rows, sql
+    if "c.content" in sql:  # the block text comes back through contents
+        assert [row["b.name"] if "b.name" in row else row["name"] for row in rows][:1] == ["identity"]
+        assert rows[0]["content"] == "You are Prism, a careful assistant.\n"
