@@ -1,0 +1,109 @@
+"""Cluster DDL generated from the same migrations: parsed by ClickHouse
+(chdb's parser), checked statement by statement, and the local tables run in
+chdb with replication taken out (chdb has no Keeper and no remote servers)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from promptprism.collector.store import cluster
+from promptprism.collector.store.migrations import load_migrations
+
+CLUSTER = "prism_cluster"
+
+
+def _all(database: str) -> list[str]:
+    return cluster.preamble(database, CLUSTER) + [
+        statement
+        for migration in cluster.load_cluster_migrations(database=database, retention_days=30, cluster=CLUSTER)
+        for statement in migration.statements
+    ]
+
+
+def _single_server_tables(database: str) -> set[str]:
+    tables = set()
+    for migration in load_migrations(database=database, retention_days=30):
+        for statement in migration.statements:
+            match = re.match(rf"CREATE TABLE IF NOT EXISTS {database}\.(\w+)", statement)
+            if match:
+                tables.add(match.group(1))
+    return tables
+
+
+def test_every_statement_parses(store):
+    for statement in _all("promptprism"):
+        assert store.query(f"EXPLAIN AST {statement}"), statement
+
+
+def test_local_replicated_and_distributed_tables_for_every_table():
+    statements = _all("promptprism")
+    tables = _single_server_tables("promptprism")
+    assert {"requests", "blocks", "tools", "contents", "otel_traces"} <= tables
+    for table in tables:
+        (local,) = [s for s in statements if s.startswith(f"CREATE TABLE IF NOT EXISTS promptprism.{table}_local ")]
+        assert f"ON CLUSTER {CLUSTER}" in local
+        assert re.search(r"ENGINE = Replicated\w*MergeTree\('/clickhouse/tables/\{shard\}/\{database\}/\{table\}', '\{replica\}'", local)
+        assert "non_replicated_deduplication_window" not in local
+        (distributed,) = [s for s in statements if s.startswith(f"CREATE TABLE IF NOT EXISTS promptprism.{table} ")]
+        assert distributed.endswith(
+            f"AS promptprism.{table}_local ENGINE = Distributed({CLUSTER}, promptprism, {table}_local, "
+            f"{cluster.SHARDING_KEYS[table]})")
+    # A request, its blocks, tools and spans share a shard.
+    assert {cluster.SHARDING_KEYS[t] for t in ("requests", "blocks", "tools")} == {"cityHash64(trace_id)"}
+
+
+def test_alters_and_views_use_local_tables():
+    for statement in _all("promptprism"):
+        if statement.startswith("ALTER TABLE"):
+            assert f"ON CLUSTER {CLUSTER}" in statement
+            target = re.match(r"ALTER TABLE promptprism\.(\w+)", statement).group(1)
+            assert target.endswith("_local") or " COLUMN " in statement, statement
+        if statement.startswith("CREATE MATERIALIZED VIEW"):
+            assert re.search(r"TO promptprism\.\w+_local ", statement)
+            assert re.search(r"FROM promptprism\.\w+_local\b", statement)
+    # A column added to a local table is added to its Distributed table too.
+    statements = _all("promptprism")
+    for statement in statements:
+        if statement.startswith("ALTER TABLE") and "_local" in statement and " ADD COLUMN " in statement:
+            twin = statement.replace("_local ON CLUSTER", " ON CLUSTER", 1)
+            assert twin in statements
+
+
+def test_local_tables_run_in_chdb_without_replication(store):
+    """The non-replicated part of the cluster DDL: local tables, their ALTERs and the view."""
+    database = store.database + "_cluster"
+    store.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
+    try:
+        for statement in _all(database):
+            if " ENGINE = Distributed(" in statement or statement.startswith("CREATE DATABASE"):
+                continue
+            if statement.startswith("ALTER TABLE") and "_local" not in statement.split(" ON CLUSTER")[0]:
+                continue  # the Distributed twin of an ALTER
+            plain = statement.replace(f" ON CLUSTER {CLUSTER}", "")
+            plain = re.sub(r"Replicated(\w*MergeTree)\('[^']*', '[^']*'(, )?", r"\1(", plain)
+            store.execute(plain)
+        tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {database}")}
+        for table in _single_server_tables("promptprism"):
+            assert f"{table}_local" in tables
+        columns = {row["name"] for row in store.query(f"DESCRIBE TABLE {database}.requests_local")}
+        assert "received_at" in columns
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+def test_script_records_versions_and_configuration_selects_the_cluster():
+    text = cluster.script(database="promptprism", retention_days=14, cluster=CLUSTER)
+    assert "toIntervalDay(14)" in text or "INTERVAL 14 DAY" in text
+    for migration in load_migrations(database="promptprism", retention_days=14):
+        assert f"VALUES ({migration.version}, '{migration.name}');" in text
+    assert cluster.cluster_name({"PROMPTPRISM_CLICKHOUSE_CLUSTER": "prism"}) == "prism"
+    assert cluster.cluster_name({}) is None
+    with pytest.raises(cluster.ClusterDDLError):
+        cluster.cluster_name({"PROMPTPRISM_CLICKHOUSE_CLUSTER": "x; DROP"})
+
+
+def test_unknown_statement_is_refused():
+    with pytest.raises(cluster.ClusterDDLError):
+        cluster.translate("DROP TABLE promptprism.requests", CLUSTER)
