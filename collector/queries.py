@@ -114,8 +114,10 @@ ORDER BY request_id, `index`
 
 # Content is stored once per (day, sha256); a request on day D finds its
 # text in partition D (see the schema), so both halves of the key are bound.
+# The output alias must not be `day`: ClickHouse lets an alias shadow the
+# column inside WHERE, and the string would then be compared with dates.
 CONTENTS_BY_KEY = """
-SELECT toString(day) AS day, sha256, content
+SELECT toString(day) AS content_day, sha256, content
 FROM {db:Identifier}.contents FINAL
 WHERE day IN JSONExtract({days:String}, 'Array(Date)')
   AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
@@ -218,9 +220,9 @@ def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     )
     # The IN lists select the cross product of days and hashes; keep the pairs asked for.
     return {
-        (row["day"], row["sha256"]): row["content"]
+        (row["content_day"], row["sha256"]): row["content"]
         for row in rows
-        if (row["day"], row["sha256"]) in wanted
+        if (row["content_day"], row["sha256"]) in wanted
     }
 
 

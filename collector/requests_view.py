@@ -414,37 +414,47 @@ def _compare(block_a: Mapping[str, Any], block_b: Mapping[str, Any], moved: bool
     elif block_a["sha256"] != block_b["sha256"]:
         status = "changed"
     else:
-        status = "unchanged"
+        # Same text in another place still changes the prompt (and breaks a
+        # provider's prefix cache), so a move is a difference of its own.
+        status = "moved" if moved else "unchanged"
     return _entry(status, block_a, block_b, moved)
 
 
 def align_blocks(blocks_a: list[Mapping[str, Any]], blocks_b: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Pair blocks by name and position.
 
-    The name sequences are aligned (longest matching runs, as difflib does):
-    blocks in matching runs pair one to one; within a stretch that differs, a
-    name found on both sides pairs too and is marked ``moved``; the rest is
-    added or removed.
+    The name sequences are aligned (longest matching runs, as difflib does)
+    and blocks in matching runs pair one to one. A name left over on both
+    sides (the block moved) pairs too, in order, marked ``moved``; the rest
+    is added or removed.
     """
     names_a = [block["name"] for block in blocks_a]
     names_b = [block["name"] for block in blocks_b]
-    entries: list[dict[str, Any]] = []
+    pairs: list[tuple[int | None, int | None]] = []
     matcher = SequenceMatcher(None, names_a, names_b, autojunk=False)
     for tag, a_low, a_high, b_low, b_high in matcher.get_opcodes():
         if tag == "equal":
-            for offset in range(a_high - a_low):
-                entries.append(_compare(blocks_a[a_low + offset], blocks_b[b_low + offset]))
-            continue
-        remaining_b = list(range(b_low, b_high))
-        for position_a in range(a_low, a_high):
-            match = next((j for j in remaining_b if names_b[j] == names_a[position_a]), None)
-            if match is None:
-                entries.append(_entry("removed", blocks_a[position_a], None))
-            else:
-                remaining_b.remove(match)
-                entries.append(_compare(blocks_a[position_a], blocks_b[match], moved=True))
-        for position_b in remaining_b:
-            entries.append(_entry("added", None, blocks_b[position_b]))
+            pairs.extend(zip(range(a_low, a_high), range(b_low, b_high)))
+        else:
+            pairs.extend((position, None) for position in range(a_low, a_high))
+            pairs.extend((None, position) for position in range(b_low, b_high))
+    left_over_b = [b for a, b in pairs if a is None]
+    moved: dict[int, int] = {}
+    for a in [a for a, b in pairs if b is None]:
+        match = next((b for b in left_over_b if names_b[b] == names_a[a]), None)
+        if match is not None:
+            left_over_b.remove(match)
+            moved[a] = match
+    entries = []
+    for a, b in pairs:
+        if a is not None and b is not None:
+            entries.append(_compare(blocks_a[a], blocks_b[b]))
+        elif a is not None and a in moved:
+            entries.append(_compare(blocks_a[a], blocks_b[moved[a]], moved=True))
+        elif a is not None:
+            entries.append(_entry("removed", blocks_a[a], None))
+        elif b in left_over_b:
+            entries.append(_entry("added", None, blocks_b[b]))
     return entries
 
 
@@ -500,7 +510,7 @@ def diff_requests(request_a: Mapping[str, Any], request_b: Mapping[str, Any]) ->
     classes_a = request_a["manifest"]["bytes"]
     classes_b = request_b["manifest"]["bytes"]
     by_status = {status: [entry for entry in differing if entry["status"] == status]
-                 for status in ("added", "removed", "resized", "changed")}
+                 for status in ("added", "removed", "resized", "changed", "moved")}
     responsible = next((entry for entry in differing if entry["bytes_delta"] != 0), None) or (
         differing[0] if differing else None)
     return {

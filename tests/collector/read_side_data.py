@@ -7,9 +7,11 @@ stores them through the write path's own ``collector.rows`` tables.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
+import uuid
 from dataclasses import dataclass
 
 from promptprism.collector.records import Block, RequestRecord, ToolDefinition
@@ -196,3 +198,163 @@ def scenario() -> list[RequestRecord]:
                               service="billing", process_kind="worker", process_id="w-9", run_id="run-2",
                               run_mode="batch", tools=[tool(0, "charge", "Charge a card", capture=False)])
     return [first, second, third, unmapped, no_content]
+
+
+# --- the real path: OTel SDK spans → OTLP → the collector ----------------------
+
+class ChosenIds:
+    """An SDK id generator that hands out the ids the scenario chose, in order."""
+
+    def is_trace_id_random(self) -> bool:
+        return False
+
+    def __init__(self):
+        self.trace_ids: list[int] = []
+        self.span_ids: list[int] = []
+
+    def generate_trace_id(self) -> int:
+        return self.trace_ids.pop(0)
+
+    def generate_span_id(self) -> int:
+        return self.span_ids.pop(0)
+
+
+def span_attributes(record: RequestRecord) -> dict:
+    from promptprism.instrumentation import names
+
+    attributes = {
+        names.GEN_AI_OPERATION_NAME: record.operation,
+        names.GEN_AI_PROVIDER_NAME: record.provider,
+        names.GEN_AI_REQUEST_MODEL: record.model,
+        names.GEN_AI_RESPONSE_MODEL: record.response_model,
+        names.GEN_AI_RESPONSE_ID: record.response_id,
+        names.GEN_AI_RESPONSE_FINISH_REASONS: list(record.finish_reasons),
+        names.GEN_AI_CONVERSATION_ID: record.conversation_id,
+        names.SCHEMA_VERSION_ATTR: record.schema_version,
+        names.PROMPT_BYTES: record.prompt_bytes,
+        names.PROMPT_SHA256: record.prompt_sha256,
+        names.PROMPT_MAPPED: record.mapped,
+        names.PROMPT_TEMPLATE_NAME: record.template_name,
+        names.PROMPT_TEMPLATE_ORIGIN: record.template_origin,
+        names.REQUEST_DIALECT: record.dialect,
+        names.REQUEST_BODY_SHA256: record.body_sha256,
+        names.REQUEST_BYTES_SYSTEM: record.bytes_system,
+        names.REQUEST_BYTES_TOOLS: record.bytes_tools,
+        names.REQUEST_BYTES_MESSAGES: record.bytes_messages,
+        names.REQUEST_BYTES_FRAMING: record.bytes_framing,
+        names.REQUEST_BYTES_TOTAL: record.bytes_total,
+        names.REQUEST_TOOLS_COUNT: record.tools_count,
+        names.REQUEST_TOOLS_CATALOG_SHA256: record.tools_catalog_sha256,
+        names.REQUEST_MESSAGES_COUNT: record.messages_count,
+        names.REQUEST_TOKENS_ESTIMATE: record.tokens_estimate,
+        names.REQUEST_CONTEXT_WINDOW: record.context_window,
+        names.REQUEST_HEADROOM_TOKENS: record.headroom_tokens,
+        names.MESSAGE_ID: record.message_id,
+        names.PROCESS_KIND: record.process_kind,
+        names.PROCESS_ID: record.process_id,
+        names.RUN_ID: record.run_id,
+        names.RUN_MODE: record.run_mode,
+        names.ATTEMPT: record.attempt,
+        names.GEN_AI_USAGE_INPUT_TOKENS: record.input_tokens,
+        names.GEN_AI_USAGE_OUTPUT_TOKENS: record.output_tokens,
+        names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: record.cache_read_tokens,
+        names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: record.cache_creation_tokens,
+        names.GEN_AI_SYSTEM_INSTRUCTIONS: record.system_instructions,
+        names.GEN_AI_INPUT_MESSAGES: record.input_messages,
+        names.GEN_AI_OUTPUT_MESSAGES: record.output_messages,
+        **record.attributes,
+    }
+    if record.mapped:
+        attributes[names.PROMPT_BLOCK_COUNT] = len(record.blocks)
+    else:
+        attributes[names.PROMPT_UNMAPPED_REASON] = record.unmapped_reason
+    # Empty strings and unset values are simply not sent, as an instrumentation would.
+    return {key: value for key, value in attributes.items() if value not in (None, "", [])}
+
+
+def block_event(block: Block) -> dict:
+    from promptprism.instrumentation import names
+
+    attributes = {
+        names.BLOCK_INDEX: block.index, names.BLOCK_NAME: block.name, names.BLOCK_LAYER: block.layer,
+        names.BLOCK_STABILITY: block.stability, names.BLOCK_SOURCE: block.source,
+        names.BLOCK_START: block.start, names.BLOCK_END: block.end, names.BLOCK_SIZE: block.size,
+        names.BLOCK_SHA256: block.sha256,
+    }
+    if block.content is not None:
+        attributes[names.BLOCK_CONTENT] = block.content
+    return attributes
+
+
+def tool_event(item: ToolDefinition) -> dict:
+    from promptprism.instrumentation import names
+
+    attributes = {names.TOOL_NAME: item.name, names.TOOL_SIZE: item.size, names.TOOL_SHA256: item.sha256}
+    if item.content is not None:
+        attributes[names.TOOL_CONTENT] = item.content
+    return attributes
+
+
+def send_over_otlp(records: list[RequestRecord], grpc_endpoint: str) -> None:
+    """Each record as the span an instrumented app would send, through the SDK's OTLP/gRPC exporter."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    from promptprism.instrumentation import names
+    from promptprism.instrumentation.record import span_limits_for_prompts
+
+    for record in records:
+        ids = ChosenIds()
+        ids.trace_ids.append(int(record.trace_id, 16))
+        ids.span_ids.append(int(record.request_id, 16))
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": record.service, **record.resource_attributes}),
+            id_generator=ids,
+            span_limits=span_limits_for_prompts(),
+        )
+        exporter = OTLPSpanExporter(endpoint=grpc_endpoint, insecure=True)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracer = provider.get_tracer(record.scope_name or names.TRACER_NAME)
+        span = tracer.start_span(record.span_name, kind=SpanKind.CLIENT, start_time=record.started_at_ns,
+                                 attributes=span_attributes(record))
+        event_time = record.started_at_ns + 1
+        if record.mapped:
+            for block in record.blocks:
+                span.add_event(names.EVENT_PROMPT_BLOCK, block_event(block), timestamp=event_time)
+        for item in record.tools:
+            span.add_event(names.EVENT_TOOL_DEFINITION, tool_event(item), timestamp=event_time)
+        span.set_status(Status(StatusCode.OK))
+        span.end(end_time=record.started_at_ns + record.duration_ns)
+        provider.shutdown()
+
+
+@contextlib.contextmanager
+def running_collector(chdb_root, data_dir: str, records: list[RequestRecord] | None = None, **flags):
+    """A real collector (receivers, sink, UI server with the read side) on free ports, over a
+    fresh database of the test process's chdb session, with ``records`` sent to it over OTLP."""
+    from promptprism.collector.app import Collector
+    from promptprism.collector.config import CollectorConfig
+    from promptprism.collector.store.migrations import migrate
+
+    database = f"read_{uuid.uuid4().hex[:12]}"
+    store = chdb_root.with_database(database)
+    migrate(store)
+    config = CollectorConfig.load({
+        "data_dir": data_dir,
+        "otlp_grpc_address": "127.0.0.1:0",
+        "otlp_http_address": "127.0.0.1:0",
+        "ui_address": "127.0.0.1:0",
+        **flags,
+    }, environ={})
+    collector = Collector(config, store=store).start()
+    try:
+        endpoints = collector.endpoints()
+        if records:
+            send_over_otlp(records, endpoints["otlp_grpc"])
+        yield collector, store, endpoints["ui"]
+    finally:
+        collector.stop()
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
