@@ -32,6 +32,7 @@ from .ingest import Ingest
 from .metrics import Metrics
 from .receive_grpc import GrpcReceiver
 from .receive_http import traces_app
+from .store import open_store
 
 logger = logging.getLogger(__name__)
 
@@ -140,20 +141,6 @@ def ui_app(store, *, metrics: Metrics, sink_stats, token: str | None, ready: thr
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
     app = Starlette(routes=routes + read_side_routes(store))
     return UiTokenGuard(app, token) if token else app
-
-
-def open_store(config: CollectorConfig):
-    """The configured store, migrated (the server store migrates on first contact)."""
-    if config.store == "embedded":
-        from .store.embedded import EmbeddedStore
-        from .store.migrations import migrate
-
-        store = EmbeddedStore(config.data_dir, retention_days=config.retention_days)
-        migrate(store)
-        return store
-    from .store.server import ServerStore
-
-    return ServerStore(config.store, retention_days=config.retention_days, auto_migrate=True)
 
 
 class Collector:
