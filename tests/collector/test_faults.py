@@ -1,0 +1,156 @@
+"""Faults: the store down, the spool full, the collector killed mid-load.
+
+Acknowledged means durable: whatever the exporter was told succeeded must
+be in the store after the fault, and what could not be made durable must be
+answered with a retryable code, never accepted and dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import httpx
+import pytest
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
+from promptprism.collector.app import Collector
+from promptprism.collector.store.server import ServerStore
+
+from .collector_harness import collector_config, emit_prompt, exporter, free_port, tracer_for
+from .test_receive import PARTS, _grpc_export, _payload
+
+HEALTH_TIMEOUT_SECONDS = 90  # a collector subprocess imports grpc and chdb on 2 busy cores
+
+
+def test_store_down_and_spool_full_answers_retryable(tmp_path):
+    dead_store = f"http://default:x@127.0.0.1:{free_port()}/promptprism"  # nothing listens there
+    config = collector_config(tmp_path, store=dead_store, spool_max_bytes=1)
+    with Collector(config) as collector:
+        with pytest.raises(grpc.RpcError) as refused:
+            _grpc_export(collector, _payload())
+        error = refused.value
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        trailers = dict(error.trailing_metadata())
+        retry = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+        assert retry.retry_delay.seconds >= 1
+        status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+        assert status.code == code_pb2.UNAVAILABLE
+        detail = error_details_pb2.RetryInfo()
+        assert status.details[0].Unpack(detail) and detail == retry
+
+        answer = httpx.post(collector.endpoints()["otlp_http"] + "/v1/traces", content=_payload(),
+                            headers={"Content-Type": "application/x-protobuf"})
+        assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
+        metrics = httpx.get(collector.endpoints()["ui"] + "/metrics").text
+        assert 'exports_total{transport="grpc",outcome="backpressure"} 1' in metrics
+
+
+def _trace_ids(store: ServerStore) -> set[str]:
+    return {row["trace_id"] for row in store.query(f"SELECT DISTINCT trace_id FROM {store.database}.requests")}
+
+
+def test_store_down_during_sends_is_spooled_then_replayed(tmp_path):
+    clickhouse = ChdbHttpProcess(str(tmp_path / "clickhouse")).start()
+    reader = ServerStore(clickhouse.url)
+    try:
+        config = collector_config(tmp_path / "collector", store=clickhouse.url)
+        with Collector(config) as collector:
+            provider, tracer = tracer_for(exporter(collector, "grpc"))
+            sent = {emit_prompt(tracer, PARTS)[0]}
+            clickhouse.stop()  # the store goes away; exports must still be acknowledged (spooled)
+            sent |= {emit_prompt(tracer, PARTS)[0] for _ in range(5)}
+            http_provider, http_tracer = tracer_for(exporter(collector, "http"))
+            sent |= {emit_prompt(http_tracer, PARTS)[0] for _ in range(3)}
+            stats = collector.sink.stats()
+            assert stats["spool_batches"] >= 1 and stats["batches_spooled"] >= 8
+            clickhouse.start()  # same data dir and port: the store is back
+            deadline = time.monotonic() + 60
+            while collector.sink.stats()["spool_batches"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            provider.shutdown()
+            http_provider.shutdown()
+        assert _trace_ids(reader) == sent
+        assert reader.query(f"SELECT count() AS n FROM {reader.database}.requests")[0]["n"] == len(sent)
+    finally:
+        reader.close()
+        clickhouse.stop()
+
+
+def _start_collector_process(config, log):
+    environment = {**os.environ, "PROMPTPRISM_DATA_DIR": config.data_dir,
+                   "PROMPTPRISM_OTLP_GRPC_ADDRESS": "%s:%d" % config.otlp_grpc_address,
+                   "PROMPTPRISM_OTLP_HTTP_ADDRESS": "%s:%d" % config.otlp_http_address,
+                   "PROMPTPRISM_UI_ADDRESS": "%s:%d" % config.ui_address}
+    process = subprocess.Popen([sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())",
+                                "collector"],
+                               env=environment, stdout=log, stderr=subprocess.STDOUT)
+    ui = "http://%s:%d" % config.ui_address
+    deadline = time.monotonic() + HEALTH_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"collector exited with {process.returncode}"
+        try:
+            if httpx.get(ui + "/healthz", timeout=1).status_code == 200:
+                return process, ui
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("collector did not become healthy")
+
+
+def test_sigkill_mid_load_loses_nothing_acknowledged(tmp_path):
+    config = collector_config(tmp_path / "data")
+    log = open(tmp_path / "collector.log", "wb")
+    process, ui = _start_collector_process(config, log)
+
+    class Target:  # what _grpc_export needs: the gRPC endpoint
+        @staticmethod
+        def endpoints():
+            return {"otlp_grpc": "http://%s:%d" % config.otlp_grpc_address}
+
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def load():
+        while not stop.is_set():
+            payload = _payload()
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            trace_id = ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans[0].trace_id
+            try:
+                _grpc_export(Target, payload)
+            except grpc.RpcError:
+                return  # the collector died under us: this one was never acknowledged
+            acknowledged.append(trace_id.hex())
+
+    senders = [threading.Thread(target=load) for _ in range(3)]
+    for sender in senders:
+        sender.start()
+    deadline = time.monotonic() + 60
+    while len(acknowledged) < 30 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    stop.set()
+    for sender in senders:
+        sender.join()
+    assert len(acknowledged) >= 30
+
+    process, ui = _start_collector_process(config, log)
+    try:
+        missing = [trace_id for trace_id in acknowledged
+                   if httpx.get(f"{ui}/api/traces/{trace_id}", timeout=30).status_code != 200]
+        assert missing == []
+        one = httpx.get(f"{ui}/api/traces/{acknowledged[0]}").json()
+        assert len(one["requests"]) == 1 and one["requests"][0]["prompt"]["mapped"] is True
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        log.close()
