@@ -18,8 +18,9 @@ from promptprism.collector.records import (
     ToolDefinition,
 )
 
-# 2026-03-02 10:00:00 UTC: far from the TTL edge at 30 days retention? No —
-# rows must be younger than the retention, so tests use "now" (see now_ns).
+# 2026-03-02 10:00:00 UTC, for the pure (no store) tests. Tests that write
+# to a store use a recent time: rows older than the retention are dropped by
+# the TTL on insert.
 BASE_NS = 1_772_445_600_000_000_000
 
 SYSTEM_PARTS = (
