@@ -1,0 +1,129 @@
+"""The collector process: health, metrics, the UI token, the CLI verb."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from promptprism.collector.app import Collector
+from promptprism.collector.auth import authorized, bearer_token
+from promptprism.collector.metrics import Metrics
+
+from .collector_harness import collector_config, emit_prompt, exporter, free_port, running_collector, tracer_for
+from .test_receive import PARTS
+
+CLI = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())", "collector"]
+
+
+def test_healthz_metrics_and_read_side_routes(store, tmp_path):
+    with running_collector(store, tmp_path) as collector:
+        ui = collector.endpoints()["ui"]
+        assert httpx.get(ui + "/healthz").json() == {"status": "ok"}
+        provider, tracer = tracer_for(exporter(collector, "grpc"))
+        trace_id, request_id = emit_prompt(tracer, PARTS)
+        provider.shutdown()
+        metrics = httpx.get(ui + "/metrics")
+        assert metrics.headers["content-type"].startswith("text/plain")
+        text = metrics.text
+        for line in ("promptprism_collector_spans_received_total 1",
+                     "promptprism_collector_requests_received_total 1",
+                     "promptprism_collector_blocks_received_total 3",
+                     'promptprism_collector_exports_total{transport="grpc",outcome="ok"} 1',
+                     "promptprism_collector_sink_requests_stored_total 1",
+                     "promptprism_collector_sink_spool_batches 0"):
+            assert line in text.splitlines(), line
+        assert "promptprism_collector_sink_insert_seconds_total" in text
+        assert "Émile" not in text  # counts only, never content
+        # The read side's API is mounted on the same server.
+        answer = httpx.get(f"{ui}/api/traces/{trace_id}")
+        assert answer.status_code == 200 and answer.json()["requests"][0]["request_id"] == request_id
+    assert not collector.ready.is_set()
+
+
+def test_healthz_is_not_ready_before_start(store, tmp_path):
+    collector = Collector(collector_config(tmp_path), store=store)
+    assert not collector.ready.is_set()
+    with collector:
+        assert collector.ready.is_set()
+
+
+def test_ui_token_guards_everything_but_health_and_metrics(store, tmp_path):
+    with running_collector(store, tmp_path, ui_token="ui-secret") as collector:
+        ui = collector.endpoints()["ui"]
+        assert httpx.get(ui + "/healthz").status_code == 200
+        assert httpx.get(ui + "/metrics").status_code == 200
+        assert httpx.get(ui + "/api/requests").status_code == 401
+        assert httpx.get(ui + "/api/requests", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert httpx.get(ui + "/api/requests", headers={"Authorization": "Bearer ui-secret"}).status_code == 200
+        # A browser: ?token= once becomes a cookie, and the URL loses the token.
+        with httpx.Client(base_url=ui) as browser:
+            first = browser.get("/api/requests?limit=5&token=ui-secret")
+            assert first.status_code == 303 and first.headers["location"] == "/api/requests?limit=5"
+            assert browser.get("/api/requests?limit=5").status_code == 200
+        assert httpx.get(ui + "/api/requests?token=wrong").status_code == 401
+
+
+def test_bearer_parsing():
+    assert bearer_token("Bearer abc") == "abc" and bearer_token("bearer  abc ") == "abc"
+    assert bearer_token("Basic abc") is None and bearer_token(None) is None and bearer_token("Bearer ") is None
+    assert authorized(None, None) and authorized("t", b"Bearer t") and not authorized("t", "Bearer tt")
+
+
+def test_metrics_escape_and_render_sink_stats():
+    metrics = Metrics()
+    metrics.batch_accepted(3, 1, 2, 10, {'weird"reason\n': 1})
+    text = metrics.render(lambda: {"spool_batches": 4, "insert_seconds_last": 0.25})
+    assert 'promptprism_collector_unmapped_total{reason="weird\\"reason\\n"} 1' in text
+    assert "promptprism_collector_sink_spool_batches 4" in text
+    assert "promptprism_collector_sink_insert_seconds_last 0.25" in text
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--retention-days", "0"], "PROMPTPRISM_RETENTION_DAYS"),
+    (["--otlp-grpc-address", "nohost"], "PROMPTPRISM_OTLP_GRPC_ADDRESS"),
+    (["--store", "mysql://x"], "PROMPTPRISM_STORE"),
+    (["--tls-cert-file", "/nonexistent.pem", "--tls-key-file", "/nonexistent.key"], "no such file"),
+    (["--receive-limit-bytes", "lots"], "PROMPTPRISM_RECEIVE_LIMIT_BYTES"),
+])
+def test_bad_config_is_one_line_and_exit_2(arguments, message, tmp_path):
+    result = subprocess.run(CLI + arguments, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PROMPTPRISM_DATA_DIR": str(tmp_path)})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("promptprism collector: ") and message in lines[0]
+
+
+def test_cli_flags_announce_and_sigint_flushes(tmp_path):
+    grpc_port, http_port, ui_port = free_port(), free_port(), free_port()
+    process = subprocess.Popen(CLI + ["--data-dir", str(tmp_path), "--otlp-grpc-address", f"127.0.0.1:{grpc_port}",
+                                      "--otlp-http-address", f"127.0.0.1:{http_port}",
+                                      "--ui-address", f"127.0.0.1:{ui_port}", "--ingest-token", "tok"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = [process.stdout.readline() for _ in range(7)]
+        text = "".join(banner)
+        assert f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{grpc_port}" in text
+        assert f"http://127.0.0.1:{http_port}/v1/traces" in text and f"http://127.0.0.1:{ui_port}" in text
+        assert httpx.get(f"http://127.0.0.1:{ui_port}/healthz").status_code == 200
+
+        class Target:
+            @staticmethod
+            def endpoints():
+                return {"otlp_grpc": f"http://127.0.0.1:{grpc_port}"}
+
+        provider, tracer = tracer_for(exporter(Target, "grpc", headers={"authorization": "Bearer tok"}))
+        trace_id, _ = emit_prompt(tracer, PARTS)
+        provider.shutdown()
+        assert httpx.get(f"http://127.0.0.1:{ui_port}/api/traces/{trace_id}").status_code == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
