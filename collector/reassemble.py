@@ -207,24 +207,32 @@ def _check_content(blocks: list[tuple[Block, bool]], attributes: dict) -> str:
     return ""
 
 
+# Block event keys bound once: _block runs for every block of every request.
+_INDEX, _START, _END, _SIZE = names.BLOCK_INDEX, names.BLOCK_START, names.BLOCK_END, names.BLOCK_SIZE
+_NAME, _LAYER, _SOURCE, _SHA256 = names.BLOCK_NAME, names.BLOCK_LAYER, names.BLOCK_SOURCE, names.BLOCK_SHA256
+_STABILITY, _CONTENT, _REDACTED = names.BLOCK_STABILITY, names.BLOCK_CONTENT, names.BLOCK_REDACTED
+
+
 def _block(attributes: dict) -> tuple[Block, bool] | None:
     """A block event's fields, and whether its content was redacted."""
     get = attributes.get
-    index, start, end, size = get(names.BLOCK_INDEX), get(names.BLOCK_START), get(names.BLOCK_END), get(names.BLOCK_SIZE)
+    index, start, end, size = get(_INDEX), get(_START), get(_END), get(_SIZE)
     if type(index) is not int or type(start) is not int or type(end) is not int or type(size) is not int:
         return None
-    name, layer, source, sha256 = get(names.BLOCK_NAME), get(names.BLOCK_LAYER), get(names.BLOCK_SOURCE), get(names.BLOCK_SHA256)
-    stability, content = get(names.BLOCK_STABILITY), get(names.BLOCK_CONTENT)
+    name, layer, source, sha256 = get(_NAME), get(_LAYER), get(_SOURCE), get(_SHA256)
+    content = get(_CONTENT)
     if not (type(name) is str and type(layer) is str and type(source) is str and type(sha256) is str):
         return None
     if content is not None and type(content) is not str:
         return None
-    sha256 = sha256.lower()
     if len(sha256) != SHA256_HEX_LENGTH or not _HEX_DIGITS.issuperset(sha256):
-        return None
+        sha256 = sha256.lower()
+        if len(sha256) != SHA256_HEX_LENGTH or not _HEX_DIGITS.issuperset(sha256):
+            return None
+    stability = get(_STABILITY)
     if stability not in _STABILITIES:
         stability = names.STABILITY_UNKNOWN
-    return Block(index, name, layer, stability, source, start, end, size, sha256, content), get(names.BLOCK_REDACTED) is True
+    return Block(index, name, layer, stability, source, start, end, size, sha256, content), get(_REDACTED) is True
 
 
 def _tool(index: int, attributes: dict) -> ToolDefinition:

@@ -1,0 +1,204 @@
+"""Ingest throughput: OTLP/gRPC over loopback → durable in the embedded store.
+
+Pre-built, realistic exports (512 spans × 40 block events, half the spans
+with ~1 KiB of content per block, 15 span attributes) are sent by a few
+client threads over loopback gRPC, in three runs measured in the same
+process, one after the other:
+
+1. ``noop``     — a servicer that only parses the protobuf (the ceiling);
+2. ``decode``   — parse + decode + reassemble, nothing stored;
+3. ``collector``— the real collector: acknowledged = durable in chdb.
+
+Prints spans/s and blocks/s for each and the collector's ratio to the noop
+servicer (goal ≥ 0.35×). Run: ``python benchmarks/ingest.py [--batches N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from promptprism.collector.decode import decode_protobuf
+from promptprism.collector.reassemble import reassemble
+from promptprism.instrumentation import names
+
+SPANS_PER_BATCH = 512
+BLOCKS_PER_SPAN = 40
+CONTENT_BYTES = 1024  # per block, on half the spans
+CLIENT_THREADS = 2  # exports in flight, as a BatchSpanProcessor per app process × 2 apps
+EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LAYERS = ("identity", "instructions", "skills", "memory", "knowledge", "state", "template")
+STABILITIES = ("static", "session", "turn")
+
+
+def _kv(key: str, value) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def build_batch(batch_number: int) -> bytes:
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend([_kv("service.name", "bench-app"), _kv("deployment.environment", "prod")])
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name, scope_spans.scope.version = names.TRACER_NAME, "0.1.0"
+    now = time.time_ns()
+    for number in range(SPANS_PER_BATCH):
+        with_content = number % 2 == 0
+        blocks, position = [], 0
+        for index in range(BLOCKS_PER_SPAN):
+            text = (f"[{LAYERS[index % len(LAYERS)]} {index}] " + "Émile aime le thé. " * 60)[:CONTENT_BYTES - 8]
+            data = text.encode("utf-8")
+            blocks.append((index, text, position, len(data), hashlib.sha256(data).hexdigest()))
+            position += len(data)
+        prompt_sha = hashlib.sha256(b"".join(b[1].encode() for b in blocks)).hexdigest()
+        span = Span(trace_id=hashlib.md5(f"{batch_number}/{number}".encode()).digest(),
+                    span_id=hashlib.md5(f"span {batch_number}/{number}".encode()).digest()[:8],
+                    name="chat gpt-4o", kind=Span.SPAN_KIND_CLIENT,
+                    start_time_unix_nano=now, end_time_unix_nano=now + 900_000_000)
+        span.attributes.extend([_kv(key, value) for key, value in (
+            (names.GEN_AI_OPERATION_NAME, "chat"), (names.GEN_AI_PROVIDER_NAME, "openai"),
+            (names.GEN_AI_REQUEST_MODEL, "gpt-4o"), (names.GEN_AI_USAGE_INPUT_TOKENS, 9000),
+            (names.GEN_AI_USAGE_OUTPUT_TOKENS, 120), (names.GEN_AI_CONVERSATION_ID, f"conv-{number % 50}"),
+            (names.SCHEMA_VERSION_ATTR, 1), (names.PROMPT_BYTES, position), (names.PROMPT_SHA256, prompt_sha),
+            (names.PROMPT_BLOCK_COUNT, BLOCKS_PER_SPAN), (names.PROMPT_MAPPED, True),
+            (names.PROMPT_TEMPLATE_NAME, "support"), (names.PROMPT_TEMPLATE_ORIGIN, "builtin"),
+            (names.PROCESS_KIND, "channel"), (names.MESSAGE_ID, f"m-{batch_number}-{number}"))])
+        for index, text, start, size, digest in blocks:
+            event = span.events.add(name=names.EVENT_PROMPT_BLOCK, time_unix_nano=now)
+            attributes = [
+                _kv(names.BLOCK_INDEX, index), _kv(names.BLOCK_NAME, f"block_{index}"),
+                _kv(names.BLOCK_LAYER, LAYERS[index % len(LAYERS)]),
+                _kv(names.BLOCK_STABILITY, STABILITIES[index % 3]), _kv(names.BLOCK_SOURCE, "template:support"),
+                _kv(names.BLOCK_START, start), _kv(names.BLOCK_END, start + size), _kv(names.BLOCK_SIZE, size),
+                _kv(names.BLOCK_SHA256, digest)]
+            if with_content:
+                attributes.append(_kv(names.BLOCK_CONTENT, text))
+            event.attributes.extend(attributes)
+        scope_spans.spans.append(span)
+    return request.SerializeToString()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def drive(target: str, payloads: list[bytes]) -> float:
+    """Send every payload (CLIENT_THREADS in flight); seconds until all are acknowledged."""
+    options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+    channel = grpc.insecure_channel(target, options=options)
+    call = channel.unary_unary(EXPORT_PATH, request_serializer=None,
+                               response_deserializer=ExportTraceServiceResponse.FromString)
+    grpc.channel_ready_future(channel).result(timeout=30)
+    pending = list(payloads)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                payload = pending.pop()
+            call(payload, timeout=300)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(CLIENT_THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    channel.close()
+    return elapsed
+
+
+def baseline_server(handler) -> tuple[grpc.Server, str]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
+                         options=[("grpc.max_receive_message_length", 256 * 1024 * 1024)])
+    method = grpc.unary_unary_rpc_method_handler(
+        handler, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": method}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+def noop_handler(payload: bytes, context) -> ExportTraceServiceResponse:
+    ExportTraceServiceRequest.FromString(payload)
+    return ExportTraceServiceResponse()
+
+
+def decode_handler(payload: bytes, context) -> ExportTraceServiceResponse:
+    reassemble(decode_protobuf(payload).spans)
+    return ExportTraceServiceResponse()
+
+
+def report(label: str, spans: int, seconds: float) -> float:
+    rate = spans / seconds
+    print(f"{label:<10} {spans:>6} spans in {seconds:6.2f} s  {rate:>8.0f} spans/s  "
+          f"{rate * BLOCKS_PER_SPAN:>9.0f} blocks/s")
+    return rate
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=8, help="exports of 512 spans per run (default 8)")
+    args = parser.parse_args()
+    print(f"building {args.batches} × 2 exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …", flush=True)
+    warmup = [build_batch(1_000_000 + number) for number in range(2)]
+    payloads = [build_batch(number) for number in range(args.batches)]
+    print(f"export size {len(payloads[0]) / 1e6:.1f} MB; {CLIENT_THREADS} exports in flight", flush=True)
+    spans = SPANS_PER_BATCH * len(payloads)
+
+    rates = {}
+    for label, handler in (("noop", noop_handler), ("decode", decode_handler)):
+        server, target = baseline_server(handler)
+        drive(target, warmup[:1])
+        rates[label] = report(label, spans, drive(target, payloads))
+        server.stop(None)
+
+    from promptprism.collector.app import Collector
+    from promptprism.collector.config import CollectorConfig
+
+    with tempfile.TemporaryDirectory(prefix="promptprism-bench-") as data_dir:
+        config = CollectorConfig.load({"data_dir": data_dir, "otlp_grpc_address": f"127.0.0.1:{free_port()}",
+                                       "otlp_http_address": f"127.0.0.1:{free_port()}",
+                                       "ui_address": f"127.0.0.1:{free_port()}"}, environ={})
+        with Collector(config) as collector:
+            target = collector.endpoints()["otlp_grpc"].removeprefix("http://")
+            drive(target, warmup)
+            rates["collector"] = report("collector", spans, drive(target, payloads))
+            stored = collector.store.query(
+                f"SELECT count() AS n FROM {collector.store.database}.requests WHERE service = 'bench-app'")[0]["n"]
+    expected = spans + SPANS_PER_BATCH * len(warmup)
+    print(f"stored requests: {stored} (expected {expected})")
+    print(f"ratio collector/noop   {rates['collector'] / rates['noop']:.2f}×  (goal ≥ 0.35×)")
+    print(f"ratio decode/noop      {rates['decode'] / rates['noop']:.2f}×")
+    print(f"ratio collector/decode {rates['collector'] / rates['decode']:.2f}×")
+    return 0 if stored == expected else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.exit(main())
