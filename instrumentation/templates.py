@@ -36,9 +36,7 @@ from .segments import (
     SegmentedPrompt,
     Template,
     Value,
-    contains_sentinel,
     finalize,
-    mark,
     split_marked,
     unmapped,
 )
@@ -70,31 +68,41 @@ def replace_tokens(text: str, tokens: Mapping[str, str]) -> str:
     return text
 
 
-def _values_list(values: Iterable[Value] | Mapping[str, Value]) -> list[Value]:
-    return list(values.values()) if isinstance(values, Mapping) else list(values)
-
-
 def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mapping[str, Value] = (), *,
                      context: Mapping[str, Any] | None = None, template: Template | None = None,
                      stability: str = names.STABILITY_STATIC) -> SegmentedPrompt:
     """Render ``compiled`` (from :func:`prompt_environment`) with ``values`` marked, and split it.
 
-    ``context`` holds undeclared variables (lists to loop over, flags): their
-    output is prose. ``stability`` is the template text's own stability.
+    ``values`` are :class:`Value` objects (or a mapping whose values they are);
+    a later value of the same name wins, as in Jinja2. ``context`` holds
+    undeclared variables (lists to loop over, flags): their output is prose.
+    ``stability`` is the template text's own stability.
     """
-    declared = _values_list(values)
-    context = dict(context or {})
-    plain = {value.name: value.text for value in declared}
-    variables = {**context, **plain}
-    if any(contains_sentinel(value.text) for value in declared) or any(
-            isinstance(item, str) and contains_sentinel(item) for item in context.values()):
+    variables = dict(context) if context else {}
+    declared: dict[str, Value] = {}
+    collides = False
+    for value in values.values() if isinstance(values, Mapping) else values:
+        declared[value.name] = value
+        variables[value.name] = value.marked
+        collides = collides or value.collides
+    if collides:
         # The value's own text would be cut as if it were ours: render it unmarked,
         # keep the exact text, record no map.
-        return unmapped(compiled.render(variables), names.UNMAPPED_SENTINEL_COLLISION,
-                        template=template, variables=variables)
-    rendered = compiled.render({**context, **mark(declared)})
-    return split_marked(rendered, declared, template=template, template_stability=stability,
-                        variables=variables)
+        for name, value in declared.items():
+            variables[name] = value.text
+        return unmapped(compiled.render(variables), names.UNMAPPED_SENTINEL_COLLISION, template=template,
+                        context=context, values=tuple(declared.values()))
+    prompt = split_marked(compiled.render(variables), declared, template=template, template_stability=stability,
+                          context=context)
+    if prompt is not None:
+        return prompt
+    # A filter cut or rewrote captured output that held sentinels ({% set %} +
+    # |truncate, say): stripping them would not give Jinja2's text. The app must
+    # still get exactly that, so render once more with the values unmarked.
+    for name, value in declared.items():
+        variables[name] = value.text
+    return unmapped(compiled.render(variables), names.UNMAPPED_RENDER_ERROR, template=template, context=context,
+                    values=tuple(declared.values()))
 
 
 def render_string(source: str, values: Iterable[Value] | Mapping[str, Value] = (), *,
@@ -125,6 +133,10 @@ class ResolvedTemplate:
     text: str
     builtin_text: str | None
     scope: str | None = None
+
+    @property
+    def template(self) -> Template:
+        return Template(self.name, self.origin, self.scope)
 
 
 class TemplateCatalog:
@@ -229,5 +241,4 @@ class TemplateCatalog:
                stability: str = names.STABILITY_STATIC) -> SegmentedPrompt:
         """Render template ``name`` for ``scope`` with declared ``values`` and plain ``context``."""
         resolved, compiled = self.compiled(name, scope=scope)
-        return render_segmented(compiled, values, context=context,
-                                template=Template(name, resolved.origin, resolved.scope), stability=stability)
+        return render_segmented(compiled, values, context=context, template=resolved.template, stability=stability)

@@ -8,8 +8,7 @@ import jinja2
 
 from promptprism.instrumentation import names, segments
 from promptprism.instrumentation.segments import (
-    SENTINEL_CLOSE,
-    SENTINEL_OPEN,
+    SENTINEL,
     Block,
     PromptBuilder,
     block,
@@ -108,7 +107,7 @@ def test_output_order_differs_from_evaluation_order():
 
 
 def test_a_value_containing_a_sentinel_is_unmapped_with_exact_text():
-    hostile = f"before{SENTINEL_OPEN}0\ue002injected{SENTINEL_CLOSE}after"
+    hostile = f"before{SENTINEL}a{SENTINEL}injected{SENTINEL}after"
     source = "X {{ a }} Y {{ b }}"
     prompt = render_string(source, [block("a", hostile, layer="memory"), block("b", "ok", layer="other")])
     assert prompt.text == PLAIN.from_string(source).render(a=hostile, b="ok")
@@ -152,9 +151,9 @@ def test_append_section_extends_the_map_of_a_rendered_prompt():
 
 
 def test_append_to_unmapped_stays_unmapped_with_exact_text():
-    rendered = render_string("{{ a }}", [block("a", SENTINEL_CLOSE, layer="x")])
+    rendered = render_string("{{ a }}", [block("a", SENTINEL, layer="x")])
     extended = rendered.append_section("more", "tail", layer="x")
-    assert extended.text == SENTINEL_CLOSE + "tail"
+    assert extended.text == SENTINEL + "tail"
     assert extended.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
 
 
@@ -171,15 +170,34 @@ def test_tiling_problem_rejects_gaps_overlaps_empty_and_short_maps():
     assert tiling_problem([], 0) is None
 
 
-def test_malformed_sentinels_yield_unmapped_not_a_guessed_map():
-    values = [block("a", "x", layer="one")]
+def test_malformed_sentinels_are_refused_not_guessed():
+    values = {"a": block("a", "x", layer="one")}
+    well_formed = f"{SENTINEL}a{SENTINEL}x{SENTINEL}!"
+    assert [b.content for b in segments.split_marked(well_formed, values, template=None).blocks] == ["x", "!"]
     # A sentinel cut short, as a truncating filter over captured output could leave it.
-    rendered = f"pre {SENTINEL_OPEN}0\ue002x post"
-    prompt = segments.split_marked(rendered, values, template=None, template_stability="static", variables={})
-    assert prompt.unmapped_reason == names.UNMAPPED_NOT_TILING and prompt.blocks == ()
-    unknown_slot = f"{SENTINEL_OPEN}7\ue002x{SENTINEL_CLOSE}"
-    prompt = segments.split_marked(unknown_slot, values, template=None, template_stability="static", variables={})
-    assert not prompt.mapped
+    assert segments.split_marked(f"pre {SENTINEL}a{SENTINEL}x post", values, template=None) is None
+    assert segments.split_marked(f"{SENTINEL}b{SENTINEL}x{SENTINEL}", values, template=None) is None
+    # The text between the sentinels must be the declared value's text exactly.
+    assert segments.split_marked(f"{SENTINEL}a{SENTINEL}y{SENTINEL}", values, template=None) is None
+
+
+def test_filters_over_captured_marked_output_fall_back_to_exact_unmapped_text():
+    source = "{% set captured %}<{{ a }}>{% endset %}{{ captured|truncate(9, True, '') }}|{{ captured|replace('x', 'y') }}"
+    values = [block("a", "xxxxxxxxxxxx", layer="one")]
+    prompt = render_string(source, values)
+    assert prompt.text == PLAIN.from_string(source).render(a="xxxxxxxxxxxx")
+    assert prompt.unmapped_reason == names.UNMAPPED_RENDER_ERROR and prompt.blocks == ()
+
+
+def test_builder_sections_may_share_a_name():
+    prompt = build_prompt([block("doc", "one", layer="knowledge"), "\n", block("doc", "two", layer="knowledge")])
+    assert [(b.name, b.content) for b in prompt.blocks] == [("doc", "one"), ("template", "\n"), ("doc", "two")]
+
+
+def test_builder_value_with_sentinel_is_unmapped_with_exact_text():
+    prompt = build_prompt(["a", block("x", SENTINEL, layer="l"), "b"])
+    assert prompt.text == f"a{SENTINEL}b"
+    assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
 
 
 def test_lookup_rendered_finds_recent_prompts_and_forgets_beyond_the_bound():
