@@ -155,10 +155,12 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
 # --- list filters --------------------------------------------------------------
 
 def parse_time(name: str, text: str, now: datetime.datetime | None = None) -> int:
-    """RFC 3339 (``2025-01-31T12:00:00Z``), a date, or a relative age (``15m``, ``2h``, ``7d``) → Unix ns."""
+    """RFC 3339 (``2025-01-31T12:00:00Z``), a date, Unix seconds or an age (``15m``, ``2h``, ``7d``) → Unix ns."""
     value = text.strip()
     relative = _RELATIVE.fullmatch(value)
     now = now or datetime.datetime.now(datetime.timezone.utc)
+    if re.fullmatch(r"\d{9,}(\.\d+)?", value):  # Unix seconds, as `growth --since` takes them
+        return int(float(value) * 1_000_000_000)
     if relative:
         moment = now - datetime.timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
     else:
@@ -167,7 +169,7 @@ def parse_time(name: str, text: str, now: datetime.datetime | None = None) -> in
         except ValueError:
             raise BadArgument(
                 f"{name}={text!r}: expected an RFC 3339 time (2025-01-31T12:00:00Z), a date, "
-                "or an age such as 15m, 2h, 7d"
+                "Unix seconds, or an age such as 15m, 2h, 7d"
             ) from None
         if moment.tzinfo is None:  # a bare date or time is read as UTC
             moment = moment.replace(tzinfo=datetime.timezone.utc)
