@@ -1,0 +1,72 @@
+"""Content-capture setting and ambient correlation attributes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from promptprism.instrumentation import names
+from promptprism.instrumentation.capture import (
+    capture_mode,
+    configure_content_capture,
+    parse_capture_mode,
+    reread_environment,
+    span_content_enabled,
+)
+from promptprism.instrumentation.context import correlation, correlation_attributes, current_correlation
+
+
+@pytest.mark.parametrize("raw, mode", [
+    ("true", names.CAPTURE_SPAN_ONLY), ("True", names.CAPTURE_SPAN_ONLY), ("false", names.CAPTURE_NO_CONTENT),
+    ("span_and_event", names.CAPTURE_SPAN_AND_EVENT), (" EVENT_ONLY ", names.CAPTURE_EVENT_ONLY),
+    ("", names.CAPTURE_NO_CONTENT), (None, names.CAPTURE_NO_CONTENT), (True, names.CAPTURE_SPAN_ONLY),
+    (False, names.CAPTURE_NO_CONTENT),
+])
+def test_parse_capture_mode(raw, mode):
+    assert parse_capture_mode(raw) == mode
+
+
+def test_unknown_explicit_mode_is_an_error_but_a_bad_environment_value_is_not(monkeypatch):
+    with pytest.raises(ValueError, match="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"):
+        configure_content_capture("sometimes")
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "sometimes")
+    reread_environment()
+    assert capture_mode() == names.CAPTURE_NO_CONTENT
+
+
+def test_configuration_beats_environment_and_none_restores_it(monkeypatch):
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_AND_EVENT")
+    reread_environment()
+    assert span_content_enabled()
+    configure_content_capture(False)
+    assert not span_content_enabled()
+    assert span_content_enabled(True)  # an explicit argument beats both
+    configure_content_capture(None)
+    assert span_content_enabled()
+
+
+def test_correlation_nests_and_restores():
+    assert current_correlation() == {}
+    with correlation(conversation_id="c1", attempt=0):
+        with correlation(message_id="m1", attempt=3) as inner:
+            assert inner == {names.GEN_AI_CONVERSATION_ID: "c1", names.MESSAGE_ID: "m1", names.ATTEMPT: 3}
+        assert current_correlation() == {names.GEN_AI_CONVERSATION_ID: "c1", names.ATTEMPT: 0}
+    assert current_correlation() == {}
+
+
+def test_correlation_is_per_task():
+    async def task(conversation):
+        with correlation(conversation_id=conversation):
+            await asyncio.sleep(0)
+            return current_correlation()[names.GEN_AI_CONVERSATION_ID]
+
+    async def both():
+        return await asyncio.gather(task("a"), task("b"))
+
+    assert asyncio.run(both()) == ["a", "b"]
+
+
+def test_unknown_correlation_keyword_is_rejected():
+    with pytest.raises(TypeError, match="unknown correlation keyword 'conversation'"):
+        correlation_attributes(conversation="x")
