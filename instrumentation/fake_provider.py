@@ -188,7 +188,7 @@ class FakeProvider:
         self.cache = PrefixCache()
         self.received: collections.deque[ReceivedRequest] = collections.deque(maxlen=RECEIVED_CAPACITY)
         self.stream_delay_seconds = stream_delay_seconds
-        self._server = http.server.ThreadingHTTPServer((host, port), _handler_class(self))
+        self._server = _QuietServer((host, port), _handler_class(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -233,6 +233,16 @@ class FakeProvider:
         creation = max(_tokens(len(prefix)) - cached_tokens, 0) if writes_cache else 0
         output = _tokens(len(reply.text) + len(reply.tool_arguments)) or 1
         return Usage(input_tokens, cached_tokens, min(creation, input_tokens - cached_tokens), output)
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients drop keep-alive connections whenever they like (and the
+        # abort trigger cuts streams on purpose): not worth a traceback.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 def _handler_class(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]:

@@ -1,0 +1,642 @@
+"""``promptprism demo``: realistic agent traffic, sent for real, against a built-in fake provider.
+
+An assistant application in three services runs for a simulated week:
+
+- ``demo-chat-gateway`` (process kind ``channel``): chat turns through the
+  real OpenAI client (Chat Completions, some streamed, tool calls), with
+  history that grows turn by turn; one channel scope uses a legacy template
+  override that puts the per-turn state *before* the identity block, which
+  breaks the provider's prompt cache; quick replies use a hand-written
+  prompt that promptprism did not render (recorded unmapped).
+- ``demo-agent-worker`` (``worker``): background tasks through the real
+  Anthropic client (async, streamed, a tool loop, ``cache_control``).
+- ``demo-memory-compactor`` (``compactor``): a nightly batch run through the
+  OpenAI Responses API that folds conversations into memory, with a repair
+  attempt after a provider error.
+
+Skills and memory change from day to day, so growth and cache breaks show up
+in the inspector and dashboards. Spans are backdated to their simulated time.
+Export uses the standard ``OTEL_*`` variables (``promptprism.exporter.configure``);
+the default reaches ``make run``'s collector on localhost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import contextvars
+import os
+import random
+import sys
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..config import DEFAULT_URL, PROMPTPRISM_URL
+from . import CommandError
+
+DEFAULT_REQUESTS = 120
+DEFAULT_DAYS = 7
+# Context windows the manifest's headroom is measured against (tokens).
+CONTEXT_WINDOWS = {"gpt-4.1": 1_047_576, "gpt-4.1-mini": 128_000, "o4-mini": 200_000, "claude-demo-sonnet": 200_000}
+# A turn's simulated clock advances by this much; a day never runs past its last hour.
+SECONDS_PER_TURN = 95
+SECONDS_IN_DAY = 86_400
+# Every simulated day starts this long before "now" minus whole days, so
+# today's traffic is still in the past when the demo ends.
+DAY_START_SECONDS_AGO = 6 * 3600
+# About one channel turn in four spawns a background task on the worker.
+WORKER_TASK_SHARE = 0.25
+# Mobile turns answered by the hand-written (unmapped) quick-reply prompt.
+QUICK_REPLY_SHARE = 0.4
+# Conversations folded into memory per night (the longest ones).
+MAX_COMPACTIONS_PER_DAY = 2
+# How long to wait for the exporter to deliver everything at the end.
+FLUSH_TIMEOUT_MILLIS = 30_000
+
+SERVICES = {"channel": "demo-chat-gateway", "worker": "demo-agent-worker", "compactor": "demo-memory-compactor"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="send realistic sample traffic through real OpenAI/Anthropic clients (local fake provider)",
+        description="Run a simulated agent application for a week of (backdated) traffic against a built-in "
+                    "fake provider and export its spans with the standard OTEL_* variables.",
+    )
+    parser.add_argument("--requests", type=_positive, default=DEFAULT_REQUESTS, metavar="N",
+                        help=f"LLM requests to send (default {DEFAULT_REQUESTS})")
+    parser.add_argument("--days", type=_positive, default=DEFAULT_DAYS, metavar="D",
+                        help=f"simulated days, oldest first (default {DEFAULT_DAYS})")
+    parser.add_argument("--seed", type=int, default=7, help="random seed (same seed, same traffic shape)")
+    parser.add_argument("--no-content", action="store_true",
+                        help="do not capture prompt and message text (structure, sizes and hashes only)")
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be greater than zero")
+    return value
+
+
+# --- backdating ------------------------------------------------------------------------------
+# How far in the past the span being started belongs; set per simulated turn.
+_backdate_ns: contextvars.ContextVar[int] = contextvars.ContextVar("promptprism_demo_backdate", default=0)
+
+
+@contextlib.contextmanager
+def backdated(seconds_ago: float) -> Iterator[None]:
+    token = _backdate_ns.set(int(seconds_ago * 1e9))
+    try:
+        yield
+    finally:
+        _backdate_ns.reset(token)
+
+
+def _backdating_classes():
+    from opentelemetry import trace
+
+    class BackdatedSpan(trace.Span):
+        """A span whose every timestamp is shifted by the same offset."""
+
+        def __init__(self, inner: trace.Span, offset_ns: int):
+            self._inner = inner
+            self._offset_ns = offset_ns
+
+        def _shift(self, timestamp: int | None) -> int:
+            return (timestamp or time.time_ns()) - self._offset_ns
+
+        def end(self, end_time: int | None = None) -> None:
+            self._inner.end(self._shift(end_time))
+
+        def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+            self._inner.add_event(name, attributes, self._shift(timestamp))
+
+        def get_span_context(self):
+            return self._inner.get_span_context()
+
+        def set_attributes(self, attributes) -> None:
+            self._inner.set_attributes(attributes)
+
+        def set_attribute(self, key, value) -> None:
+            self._inner.set_attribute(key, value)
+
+        def add_link(self, context, attributes=None) -> None:
+            self._inner.add_link(context, attributes)
+
+        def update_name(self, name: str) -> None:
+            self._inner.update_name(name)
+
+        def is_recording(self) -> bool:
+            return self._inner.is_recording()
+
+        def set_status(self, status, description=None) -> None:
+            self._inner.set_status(status, description)
+
+        def record_exception(self, exception, attributes=None, timestamp=None, escaped=False) -> None:
+            self._inner.record_exception(exception, attributes, self._shift(timestamp), escaped)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    class BackdatedTracer(trace.Tracer):
+        def __init__(self, inner: trace.Tracer):
+            self._inner = inner
+
+        def start_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
+                       start_time=None, record_exception=True, set_status_on_exception=True):
+            offset = _backdate_ns.get()
+            span = self._inner.start_span(name, context, kind, attributes, links,
+                                          (start_time or time.time_ns()) - offset, record_exception,
+                                          set_status_on_exception)
+            return BackdatedSpan(span, offset) if offset else span
+
+        @contextlib.contextmanager
+        def start_as_current_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None,
+                                  links=None, start_time=None, record_exception=True, set_status_on_exception=True,
+                                  end_on_exit=True):
+            span = self.start_span(name, context, kind, attributes, links, start_time, record_exception,
+                                   set_status_on_exception)
+            with trace.use_span(span, end_on_exit=end_on_exit, record_exception=record_exception,
+                                set_status_on_exception=set_status_on_exception) as current:
+                yield current
+
+    class BackdatedTracerProvider(trace.TracerProvider):
+        """Hands out tracers whose spans start ``_backdate_ns`` in the past."""
+
+        def __init__(self, inner: Any):
+            self.inner = inner
+
+        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+            return BackdatedTracer(self.inner.get_tracer(*args, **kwargs))
+
+    return BackdatedTracerProvider
+
+
+# --- the simulated application --------------------------------------------------------------
+
+AGENT_TEMPLATE = """You are {{ identity }}.
+
+## How you work
+{{ instructions }}
+
+## Skills
+{{ skills }}
+
+## What you remember about {{ user_name }}
+{{ memory }}
+
+## Right now
+{{ state }}"""
+# A legacy channel's override: per-turn state first. Every request then
+# differs from the first bytes on, so the provider cannot reuse its cache.
+LEGACY_AGENT_TEMPLATE = """## Right now
+{{ state }}
+
+You are {{ identity }}.
+
+## How you work
+{{ instructions }}
+
+## Skills
+{{ skills }}
+
+## What you remember about {{ user_name }}
+{{ memory }}
+"""
+WORKER_TEMPLATE = """You are {{ identity }}, working on a background task for {{ user_name }}.
+
+## Tools
+Use the tools to gather facts before answering. Never invent file contents; say what you could not verify.
+
+{{ knowledge }}{{ task }}"""
+# The worker's per-task blocks carry their own headings, so no template prose
+# sits after them: everything stable stays in front, where the cache can reuse it.
+COMPACTOR_TEMPLATE = """Summarise the conversation into durable memory notes about {{ user_name }}.
+
+## Existing memory
+{{ memory }}
+"""
+# The operators' global override of the compactor prompt (origin: global).
+COMPACTOR_OVERRIDE = """You maintain the long-term memory of a personal assistant.
+Write short, factual notes about {{ user_name }}: preferences, commitments, people, dates.
+Drop small talk. Never store secrets or payment details.
+
+## Existing memory
+{{ memory }}
+"""
+
+IDENTITY = "Juniper, a calm and precise personal assistant for a small design studio"
+INSTRUCTIONS = """- Answer in the user's language, briefly, and say when you are unsure.
+- Use tools for calendars, notes and reminders instead of guessing.
+- Confirm before sending messages or booking anything on the user's behalf.
+- Keep private details private: never repeat payment data or passwords."""
+SKILLS_BY_DAY = [
+    (0, "calendar", "Calendar: read and propose meeting times; respect focus blocks and time zones."),
+    (0, "notes", "Notes: search and summarise the studio's shared notes; quote the note title."),
+    (2, "travel", "Travel planning: compare train and flight options, door to door, with buffers for "
+                  "connections; prefer rail under five hours; list the cancellation terms of each option; "
+                  "never book without explicit confirmation."),
+    (4, "expenses", "Expense reports: collect receipts from the inbox, match them to card transactions, flag "
+                    "missing receipts, group by project code and draft the monthly report for approval."),
+    (5, "hiring", "Hiring: screen portfolios against the brief, draft neutral rejection and interview emails, "
+                  "schedule interviews with the panel and keep candidate data out of shared notes."),
+]
+USERS = ["Maya", "Jonas", "Priya"]
+USER_MESSAGES = [
+    "What's on my calendar tomorrow morning?",
+    "Can you find the notes from the Lumen kickoff?",
+    "Move my 3pm with Sam to Thursday if he's free.",
+    "Remind me to send the invoice to Arco on Friday.",
+    "Summarise what we decided about the new logo.",
+    "Which trains get me to Lyon before noon on the 14th?",
+    "Draft a short reply to Elena saying yes to the workshop.",
+    "Did I already submit the receipts for March?",
+    "What did Jonas say about the print budget?",
+    "Block two hours of focus time every morning next week.",
+]
+QUICK_REPLY_PROMPT = "You write one-line quick replies. Friendly, no emoji, under 20 words."
+ESCALATION_PROMPT = "You are the on-call escalation helper. Classify the failure and propose one next step."
+
+CHANNEL_TOOLS = [
+    {"type": "function", "function": {"name": "read_calendar", "description": "Events in a time range.",
+                                      "parameters": {"type": "object", "properties": {
+                                          "start": {"type": "string"}, "end": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "search_notes", "description": "Full-text search in notes.",
+                                      "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "create_reminder", "description": "Create a reminder.",
+                                      "parameters": {"type": "object", "properties": {
+                                          "text": {"type": "string"}, "at": {"type": "string"}}}}},
+]
+WORKER_TOOLS = [
+    {"name": "fetch_document", "description": "Fetch a document from the studio drive by path.",
+     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {"name": "query_ledger", "description": "Run a read-only query against the expense ledger.",
+     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+]
+
+
+class Budget:
+    """The number of LLM requests still to send, with a progress display."""
+
+    def __init__(self, total: int, stream: Any):
+        self.total = total
+        self.sent = 0
+        self._stream = stream
+        self._interactive = hasattr(stream, "isatty") and stream.isatty()
+        self._last_reported = -1
+
+    def take(self) -> bool:
+        if self.sent >= self.total:
+            return False
+        self.sent += 1
+        self._report()
+        return True
+
+    @property
+    def exhausted(self) -> bool:
+        return self.sent >= self.total
+
+    def _report(self) -> None:
+        percent = self.sent * 100 // self.total
+        if self._interactive:
+            bar = "#" * (percent // 4)
+            self._stream.write(f"\r  [{bar:<25}] {self.sent}/{self.total} requests")
+            if self.sent == self.total:
+                self._stream.write("\n")
+            self._stream.flush()
+        elif percent // 10 != self._last_reported // 10 or self.sent == self.total:
+            self._last_reported = percent
+            self._stream.write(f"  {self.sent}/{self.total} requests sent\n")
+            self._stream.flush()
+
+
+@dataclass
+class Conversation:
+    conversation_id: str
+    user: str
+    scope: str  # channel scope: web, mobile, web-legacy
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class DemoResult:
+    requests: int
+    example_trace_id: str | None
+    traces: list[str]
+
+
+class DemoApplication:
+    def __init__(self, *, provider: Any, tracer_providers: dict[str, Any], capture_content: bool,
+                 budget: Budget, rng: random.Random):
+        import anthropic
+        import openai
+
+        from promptprism.instrumentation import TemplateCatalog
+        from promptprism.instrumentation.providers import instrument_anthropic, instrument_openai
+
+        self.provider = provider
+        self.budget = budget
+        self.rng = rng
+        self.tracers = {kind: tracer_providers[kind].get_tracer("promptprism.demo") for kind in SERVICES}
+        options = {"capture_content": capture_content, "context_window": CONTEXT_WINDOWS}
+        # max_retries=0: the fake provider's errors are part of the story; the
+        # compactor's own repair attempt is what retries.
+        self.channel_client = instrument_openai(
+            openai.OpenAI(base_url=provider.openai_base_url, api_key="demo", max_retries=0),
+            tracer_provider=tracer_providers["channel"], **options)
+        self.compactor_client = instrument_openai(
+            openai.OpenAI(base_url=provider.openai_base_url, api_key="demo", max_retries=0),
+            tracer_provider=tracer_providers["compactor"], **options)
+        self.worker_client = instrument_anthropic(
+            anthropic.AsyncAnthropic(base_url=provider.anthropic_base_url, api_key="demo", max_retries=0),
+            tracer_provider=tracer_providers["worker"], **options)
+        self.catalog = TemplateCatalog({"agent.system": AGENT_TEMPLATE, "worker.system": WORKER_TEMPLATE,
+                                        "compactor.system": COMPACTOR_TEMPLATE})
+        self.catalog.set_override("agent.system", LEGACY_AGENT_TEMPLATE, scope="web-legacy")
+        self.catalog.set_override("compactor.system", COMPACTOR_OVERRIDE)
+        self.memory: dict[str, list[str]] = {user: [f"{user} works at the studio."] for user in USERS}
+        self.traces: list[str] = []
+        self.example_trace_id: str | None = None
+        self.worker_tasks = 0
+        self.repaired_once = False
+        # One loop for every worker task: the async client's connections belong to it.
+        self.loop = asyncio.new_event_loop()
+
+    # --- prompts ------------------------------------------------------------------------
+
+    def skills_for(self, day_index: int) -> str:
+        return "\n".join(f"- {text}" for since, _, text in SKILLS_BY_DAY if day_index >= since)
+
+    def agent_prompt(self, conversation: Conversation, day_index: int, clock: str, open_tasks: int):
+        from promptprism.instrumentation import block, inline
+
+        values = [
+            block("identity", IDENTITY, layer="identity", stability="static", source="config/identity.md"),
+            block("instructions", INSTRUCTIONS, layer="instructions", stability="static", source="config/rules.md"),
+            block("skills", self.skills_for(day_index), layer="skills", stability="static", source="skills/"),
+            inline("user_name", conversation.user, stability="session"),
+            block("memory", "\n".join(f"- {note}" for note in self.memory[conversation.user]), layer="memory",
+                  stability="session", source="memory-store"),
+            block("state", f"Local time {clock}. Open tasks: {open_tasks}.", layer="state", stability="turn",
+                  source="runtime"),
+        ]
+        return self.catalog.render("agent.system", values, scope=conversation.scope)
+
+    # --- channel: OpenAI Chat Completions ----------------------------------------------------
+
+    def channel_turn(self, conversation: Conversation, day_index: int, turn: int, clock: str) -> None:
+        from opentelemetry import trace
+
+        from promptprism.instrumentation import correlation
+
+        message_id = f"msg-{uuid.uuid4().hex[:12]}"
+        text = self.rng.choice(USER_MESSAGES)
+        process_id = "channel-2" if conversation.scope == "mobile" else "channel-1"
+        with correlation(conversation_id=conversation.conversation_id, message_id=message_id,
+                         process_kind="channel", process_id=process_id), \
+                self.tracers["channel"].start_as_current_span("handle message") as turn_span:
+            trace_id = format(turn_span.get_span_context().trace_id, "032x")
+            self.traces.append(trace_id)
+            conversation.history.append({"role": "user", "content": text})
+            if conversation.scope == "mobile" and self.rng.random() < QUICK_REPLY_SHARE:
+                self._quick_reply(conversation)
+                return
+            prompt = self.agent_prompt(conversation, day_index, clock, open_tasks=self.rng.randint(0, 6))
+            messages = [{"role": "system", "content": prompt.text}, *conversation.history]
+            wants_tool = turn % 3 == 1
+            if wants_tool and self.budget.take():
+                answer = self.channel_client.chat.completions.create(
+                    model="gpt-4.1", messages=messages, tools=CHANNEL_TOOLS, tool_choice="required")
+                call = answer.choices[0].message.tool_calls[0]
+                tool_messages = [
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": call.id, "type": "function",
+                         "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+                    {"role": "tool", "tool_call_id": call.id,
+                     "content": f'{{"results": ["{call.function.name} ok", "3 items", "updated {clock}"]}}'},
+                ]
+                messages += tool_messages
+                conversation.history += tool_messages
+                if self.example_trace_id is None or conversation.scope == "web":
+                    self.example_trace_id = trace_id
+            if not self.budget.take():
+                return
+            if turn % 2 == 0:
+                stream = self.channel_client.chat.completions.create(
+                    model="gpt-4.1", messages=messages, tools=CHANNEL_TOOLS, stream=True,
+                    stream_options={"include_usage": True})
+                reply = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+            else:
+                answer = self.channel_client.chat.completions.create(model="gpt-4.1", messages=messages,
+                                                                     tools=CHANNEL_TOOLS)
+                reply = answer.choices[0].message.content or ""
+            conversation.history.append({"role": "assistant", "content": reply})
+
+    def _quick_reply(self, conversation: Conversation) -> None:
+        # Hand-written, not rendered through promptprism: recorded unmapped (not_rendered).
+        if not self.budget.take():
+            return
+        answer = self.channel_client.chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "system", "content": QUICK_REPLY_PROMPT},
+                                            conversation.history[-1]])
+        conversation.history.append({"role": "assistant", "content": answer.choices[0].message.content or ""})
+
+    # --- worker: Anthropic Messages (async, streamed, tool loop) -----------------------------------
+
+    async def worker_task(self, conversation: Conversation, day_index: int) -> None:
+        from promptprism.instrumentation import block, correlation, inline
+
+        self.worker_tasks += 1
+        task = self.rng.choice(["Reconcile this month's card transactions with the receipts.",
+                                "Collect the Lumen kickoff decisions into one page.",
+                                "Compare the two print quotes and recommend one."])
+        with correlation(conversation_id=conversation.conversation_id, process_kind="worker",
+                         process_id=f"worker-{1 + self.worker_tasks % 2}"), \
+                self.tracers["worker"].start_as_current_span("background task") as task_span:
+            self.traces.append(format(task_span.get_span_context().trace_id, "032x"))
+            if self.worker_tasks % 4 == 0:
+                system: Any = ESCALATION_PROMPT  # not rendered through promptprism
+            else:
+                knowledge = "## Reference material\n" + "\n\n".join(f"### {title}\n{body}" for title, body in (
+                    ("Studio handbook §4 Expenses", "Receipts within 30 days. Project codes: LUM, ARC, INT."),
+                    ("Lumen kickoff notes", "Logo: keep the serif; palette v3; launch in week " +
+                     str(20 + day_index) + "."),
+                )) + "\n\n"
+                prompt = self.catalog.render("worker.system", [
+                    block("identity", IDENTITY, layer="identity", stability="static", source="config/identity.md"),
+                    inline("user_name", conversation.user, stability="session"),
+                    block("knowledge", knowledge, layer="knowledge", stability="turn", source="retrieval"),
+                    block("task", f"## Task\n{task}", layer="task", stability="turn", source="queue"),
+                ])
+                system = [{"type": "text", "text": prompt.text, "cache_control": {"type": "ephemeral"}}]
+            messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+            if not self.budget.take():
+                return
+            first = await self.worker_client.messages.create(
+                model="claude-demo-sonnet", max_tokens=2048, system=system, messages=messages,
+                tools=WORKER_TOOLS, tool_choice={"type": "any"},
+                thinking={"type": "enabled", "budget_tokens": 1024})
+            tool_use = next(part for part in first.content if part.type == "tool_use")
+            messages += [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": tool_use.id, "name": tool_use.name,
+                                                   "input": tool_use.input}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id,
+                                              "content": "Row 1: LUM 240.00 EUR receipt ok\nRow 2: ARC 88.50 EUR "
+                                                         "receipt missing\n" * 3}]},
+            ]
+            if not self.budget.take():
+                return
+            stream = await self.worker_client.messages.create(
+                model="claude-demo-sonnet", max_tokens=2048, system=system, messages=messages,
+                tools=WORKER_TOOLS, stream=True)
+            async for _ in stream:
+                pass
+
+    # --- compactor: OpenAI Responses, batch run with a repair attempt --------------------------
+
+    def compact(self, conversation: Conversation, day_index: int, run_id: str) -> None:
+        import openai
+
+        from promptprism.instrumentation import block, correlation, inline
+
+        transcript = [{"role": message["role"] if message["role"] in ("user", "assistant") else "user",
+                       "content": message.get("content") or "(tool call)"} for message in conversation.history
+                      if message["role"] != "tool"]
+        prompt = self.catalog.render("compactor.system", [
+            inline("user_name", conversation.user, stability="session"),
+            block("memory", "\n".join(f"- {note}" for note in self.memory[conversation.user]), layer="memory",
+                  stability="session", source="memory-store"),
+        ])
+        # One nightly run hits a provider error and is repaired by a second attempt.
+        attempts = ["o4-mini"]
+        if day_index == 1 and not self.repaired_once:
+            self.repaired_once = True
+            attempts = ["o4-mini-fail-500", "o4-mini"]
+        for attempt, model in enumerate(attempts):
+            with correlation(conversation_id=conversation.conversation_id, process_kind="compactor",
+                             process_id="compactor-1", run_id=run_id, run_mode="batch", attempt=attempt,
+                             record_id=conversation.conversation_id), \
+                    self.tracers["compactor"].start_as_current_span("compact conversation") as span:
+                self.traces.append(format(span.get_span_context().trace_id, "032x"))
+                if not self.budget.take():
+                    return
+                try:
+                    self.compactor_client.responses.create(model=model, instructions=prompt.text, input=transcript,
+                                                           reasoning={"effort": "low"})
+                except openai.APIStatusError:
+                    continue
+            note = f"Day {day_index + 1}: asked about {self.rng.choice(['calendar', 'notes', 'travel', 'receipts'])}."
+            self.memory[conversation.user].append(note)
+            return
+
+    # --- the week ----------------------------------------------------------------------------
+
+    def run(self, days: int) -> DemoResult:
+        from promptprism.instrumentation.fake_provider import PrefixCache
+
+        scopes = ["web", "mobile", "web-legacy"]
+        conversations = [Conversation(f"conv-{index + 1:03d}", USERS[index % len(USERS)], scopes[index % 3])
+                         for index in range(len(USERS) * 2)]
+        turns = {conversation.conversation_id: 0 for conversation in conversations}
+        for day_index in range(days):
+            days_ago = days - 1 - day_index
+            # Provider caches expire within minutes: every simulated day starts cold.
+            self.provider.cache = PrefixCache()
+            # Spread what is left evenly over the days that are left, keeping
+            # room for the nightly compaction run.
+            remaining_days = days - day_index
+            share = (self.budget.total - self.budget.sent) // remaining_days
+            day_end = self.budget.sent + max(1, share - MAX_COMPACTIONS_PER_DAY)
+            if remaining_days == 1:
+                day_end = self.budget.total
+            elapsed = 0
+            while self.budget.sent < day_end:
+                for conversation in conversations:
+                    if self.budget.sent >= day_end:
+                        break
+                    seconds_ago = days_ago * SECONDS_IN_DAY + DAY_START_SECONDS_AGO - min(
+                        elapsed, DAY_START_SECONDS_AGO - 60)
+                    clock = time.strftime("%a %H:%M", time.localtime(time.time() - seconds_ago))
+                    turn = turns[conversation.conversation_id]
+                    turns[conversation.conversation_id] += 1
+                    with backdated(seconds_ago):
+                        self.channel_turn(conversation, day_index, turn, clock)
+                        if self.rng.random() < WORKER_TASK_SHARE and self.budget.sent < day_end:
+                            self.loop.run_until_complete(self.worker_task(conversation, day_index))
+                    elapsed += SECONDS_PER_TURN
+            # The nightly batch run, an hour after the day's last turn.
+            run_id = f"compact-day-{day_index + 1}"
+            longest = sorted(conversations, key=lambda conversation: -len(conversation.history))
+            for conversation in longest[:MAX_COMPACTIONS_PER_DAY]:
+                if len(conversation.history) > 4 and not self.budget.exhausted:
+                    with backdated(max(days_ago * SECONDS_IN_DAY + DAY_START_SECONDS_AGO - elapsed - 3600, 30)):
+                        self.compact(conversation, day_index, run_id)
+                    # The history is folded into memory; the next day starts short.
+                    conversation.history = conversation.history[-2:]
+        self.loop.run_until_complete(self.worker_client.close())
+        self.loop.close()
+        return DemoResult(self.budget.sent, self.example_trace_id or (self.traces[-1] if self.traces else None),
+                          self.traces)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def _tracing(service: str) -> Any:
+    """A tracer provider for one service from the OTEL_* variables (not the global one)."""
+    from promptprism.exporter import ConfigurationError, configure
+
+    try:
+        return configure(set_global=False, service_name=service)
+    except ConfigurationError as error:
+        raise CommandError(str(error)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import anthropic  # noqa: F401
+        import openai  # noqa: F401
+    except ImportError:
+        raise CommandError("the demo drives the real OpenAI and Anthropic clients: "
+                           "pip install 'promptprism[providers,exporter]'") from None
+    from promptprism.instrumentation.fake_provider import FakeProvider
+
+    # The fake provider's model names are not Anthropic's; their SDK warns about that.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"anthropic(\.|$)")
+    warnings.filterwarnings("ignore", message=r".*model .* is deprecated.*")
+
+    backdating_provider = _backdating_classes()
+    tracing = {kind: _tracing(service) for kind, service in SERVICES.items()}
+    endpoint = next(iter(tracing.values())).settings.endpoint
+    print(f"promptprism demo: {args.requests} requests over {args.days} simulated days, "
+          f"3 services, exporting to {endpoint}", file=sys.stderr)
+    budget = Budget(args.requests, sys.stderr)
+    with FakeProvider() as provider:
+        application = DemoApplication(
+            provider=provider,
+            tracer_providers={kind: backdating_provider(configured.tracer_provider)
+                              for kind, configured in tracing.items()},
+            capture_content=not args.no_content, budget=budget, rng=random.Random(args.seed))
+        result = application.run(args.days)
+
+    failed = 0
+    for configured in tracing.values():
+        configured.force_flush(FLUSH_TIMEOUT_MILLIS)
+        configured.shutdown()
+        failed += configured.span_exporter.statistics.failed_spans
+    if failed:
+        raise CommandError(f"{failed} spans could not be exported to {endpoint}; is the collector running "
+                           "(`make run`)? Set OTEL_EXPORTER_OTLP_ENDPOINT to point elsewhere.")
+    base = (os.environ.get(PROMPTPRISM_URL) or DEFAULT_URL).rstrip("/")
+    print(f"sent {result.requests} requests in {len(set(result.traces))} traces.", file=sys.stderr)
+    if result.example_trace_id:
+        print(f"open a trace: {base}/trace/{result.example_trace_id}")
+    return 0

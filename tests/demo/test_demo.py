@@ -1,0 +1,186 @@
+"""``promptprism demo`` against a real collector subprocess: the span mix arrives and is readable."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+pytest.importorskip("chdb")
+
+pytestmark = pytest.mark.slow
+
+# The console script's entry point, run by this interpreter.
+PROMPTPRISM = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())"]
+DEMO_REQUESTS = 48
+DEMO_DAYS = 3
+# chdb's first start in a fresh directory takes a few seconds on a shared machine.
+STARTUP_TIMEOUT_SECONDS = 90
+INGEST_TIMEOUT_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory):
+    ports = {"grpc": free_port(), "http": free_port(), "ui": free_port()}
+    data_dir = tmp_path_factory.mktemp("demo-collector")
+    log = open(data_dir / "collector.log", "wb")
+    process = subprocess.Popen(
+        [*PROMPTPRISM, "collector", "--data-dir", str(data_dir / "data"),
+         "--otlp-grpc-address", f"127.0.0.1:{ports['grpc']}", "--otlp-http-address", f"127.0.0.1:{ports['http']}",
+         "--ui-address", f"127.0.0.1:{ports['ui']}"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    ui = f"http://127.0.0.1:{ports['ui']}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    try:
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"collector exited: {(data_dir / 'collector.log').read_text()[-2000:]}")
+            try:
+                if get_json(f"{ui}/healthz").get("status") == "ok":
+                    break
+            except (urllib.error.URLError, ConnectionError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("collector did not become healthy")
+            time.sleep(0.3)
+        yield {**ports, "ui": ui}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def run_demo(environment: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "PROMPTPRISM_"))}
+    env.update(environment)
+    return subprocess.run([*PROMPTPRISM, "demo", *arguments], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def demo_run(collector):
+    started = time.time()
+    completed = run_demo({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                          "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector['grpc']}",
+                          "PROMPTPRISM_URL": collector["ui"]},
+                         "--requests", str(DEMO_REQUESTS), "--days", str(DEMO_DAYS))
+    assert completed.returncode == 0, completed.stderr
+    deadline = time.monotonic() + INGEST_TIMEOUT_SECONDS
+    while True:
+        requests = get_json(f"{collector['ui']}/api/requests?limit=1000&since=2000-01-01T00:00:00Z")["requests"]
+        if len(requests) >= DEMO_REQUESTS or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return {"completed": completed, "requests": requests, "started": started}
+
+
+def test_demo_prints_a_trace_url_that_the_collector_serves(collector, demo_run):
+    output = demo_run["completed"].stdout
+    match = re.search(r"(http://\S+)/trace/([0-9a-f]{32})", output)
+    assert match, output
+    assert match.group(1) == collector["ui"]
+    trace = get_json(f"{collector['ui']}/api/traces/{match.group(2)}")
+    assert trace["requests"]
+    assert "requests" in demo_run["completed"].stderr  # progress went to stderr
+
+
+def test_every_request_arrived_with_the_expected_mix(demo_run):
+    requests = demo_run["requests"]
+    assert len(requests) == DEMO_REQUESTS
+    mix = collections.Counter((request["service"], request["process"]["kind"], request["provider"])
+                              for request in requests)
+    assert set(mix) == {
+        ("demo-chat-gateway", "channel", "openai"),
+        ("demo-agent-worker", "worker", "anthropic"),
+        ("demo-memory-compactor", "compactor", "openai"),
+    }, mix
+    unmapped = [request for request in requests if not request["prompt"]["mapped"]]
+    assert unmapped and all(request["prompt"]["unmapped_reason"] == "not_rendered" for request in unmapped)
+    assert len(unmapped) < len(requests) / 2
+    origins = {request["prompt"]["template"]["origin"] for request in requests if request["prompt"]["mapped"]}
+    assert {"builtin", "global", "scope"} <= origins
+    conversations = collections.Counter(request["conversation_id"] for request in requests)
+    assert max(conversations.values()) >= 5  # conversations over many turns
+    assert any((request["usage"]["cache_read_tokens"] or 0) > 0 for request in requests)
+
+
+def test_history_grows_within_a_conversation(demo_run):
+    channel = [request for request in demo_run["requests"]
+               if request["process"]["kind"] == "channel" and request["prompt"]["mapped"]]
+    by_conversation = collections.defaultdict(list)
+    for request in channel:
+        by_conversation[request["conversation_id"]].append(request)
+    grew = False
+    for requests in by_conversation.values():
+        ordered = sorted(requests, key=lambda request: request["started_at"])
+        counts = [request["messages_count"] for request in ordered]
+        grew = grew or (len(counts) >= 3 and counts[-1] > counts[0])
+    assert grew
+
+
+def test_spans_are_backdated_over_several_days(demo_run):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    started = [datetime.datetime.fromisoformat(request["started_at"].replace("Z", "+00:00"))
+               for request in demo_run["requests"]]
+    assert all(moment < now for moment in started)
+    span_days = (max(started) - min(started)).total_seconds() / 86_400
+    assert span_days > DEMO_DAYS - 1.5
+
+
+def test_batch_run_with_a_repair_attempt(demo_run):
+    compactions = [request for request in demo_run["requests"] if request["process"]["kind"] == "compactor"]
+    assert all(request["run"]["mode"] == "batch" and request["run"]["id"] for request in compactions)
+    attempts = {request["run"]["attempt"] for request in compactions}
+    assert {0, 1} <= attempts
+    assert any(request["status"]["code"].lower() == "error" for request in compactions)
+
+
+def test_some_requests_put_a_turn_block_before_the_identity_block(collector, demo_run):
+    legacy = [request for request in demo_run["requests"]
+              if request["prompt"]["mapped"] and request["prompt"]["template"]["origin"] == "scope"]
+    assert legacy
+    detail = get_json(f"{collector['ui']}/api/requests/{legacy[0]['request_id']}")
+    names = [block["name"] for block in detail["prompt"]["blocks"]]
+    assert names.index("state") < names.index("identity")
+    normal = next(request for request in demo_run["requests"]
+                  if request["process"]["kind"] == "channel" and request["prompt"]["mapped"]
+                  and request["prompt"]["template"]["origin"] == "builtin")
+    detail = get_json(f"{collector['ui']}/api/requests/{normal['request_id']}")
+    names = [block["name"] for block in detail["prompt"]["blocks"]]
+    assert names.index("identity") < names.index("state")
+    assert detail["prompt"]["blocks"][-1]["stability"] == "turn"  # nothing stable after the turn block
+
+
+def test_demo_fails_clearly_when_nothing_listens():
+    completed = run_demo({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+                          "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}, "--requests", "3", "--days", "1")
+    assert completed.returncode == 1
+    assert "could not be exported" in completed.stderr and "make run" in completed.stderr
