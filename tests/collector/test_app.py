@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 
@@ -127,3 +128,52 @@ def test_cli_flags_announce_and_sigint_flushes(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A test CA and a certificate it signed for 127.0.0.1 (openssl CLI): (ca, cert, key)."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not installed")
+    ca, ca_key = tmp_path / "ca.pem", tmp_path / "ca.key"
+    cert, key, request = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "cert.csr"
+    extensions = tmp_path / "san.ext"
+    extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                          "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    for command in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=promptprism test CA",
+         "-keyout", ca_key, "-out", ca],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", request],
+        ["x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "1",
+         "-extfile", extensions, "-out", cert],
+    ):
+        subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True, timeout=60)
+    return str(ca), str(cert), str(key)
+
+
+def test_tls_on_every_listener(store, tmp_path, certificate, monkeypatch):
+    # requests lets these override the exporter's certificate_file (requests#3829).
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    import grpc
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    ca, cert, key = certificate
+    with running_collector(store, tmp_path, tls_cert_file=cert, tls_key_file=key) as collector:
+        endpoints = collector.endpoints()
+        assert all(url.startswith("https://") for url in endpoints.values())
+        with open(ca, "rb") as handle:
+            credentials = grpc.ssl_channel_credentials(handle.read())
+        sent = []
+        for span_exporter in (GrpcExporter(endpoint=endpoints["otlp_grpc"], credentials=credentials),
+                              HttpExporter(endpoint=endpoints["otlp_http"] + "/v1/traces", certificate_file=ca)):
+            provider, tracer = tracer_for(span_exporter)
+            sent.append(emit_prompt(tracer, PARTS)[0])
+            provider.shutdown()
+        for trace_id in sent:
+            assert httpx.get(f"{endpoints['ui']}/api/traces/{trace_id}", verify=ssl.create_default_context(cafile=ca)).status_code == 200
+        with pytest.raises(httpx.HTTPError):  # plain HTTP is not served
+            httpx.get(endpoints["ui"].replace("https://", "http://") + "/healthz")
