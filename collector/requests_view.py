@@ -318,7 +318,7 @@ def check_ranges(blocks: list[dict[str, Any]], prompt_bytes: int, problems: list
     the blocks tile ``[0, prompt_bytes)`` exactly.
     """
     ok = True
-    expected_start = 0
+    expected_start: int | None = 0
     for block in blocks:
         start, end, size = int(block["start"]), int(block["end"]), int(block["size"])
         complaint = None
@@ -326,13 +326,14 @@ def check_ranges(blocks: list[dict[str, Any]], prompt_bytes: int, problems: list
             complaint = f"byte range [{start}, {end}) does not fit a {prompt_bytes}-byte prompt"
         elif size != end - start:
             complaint = f"size {size} does not match byte range [{start}, {end})"
-        elif start != expected_start:
+        elif expected_start is not None and start != expected_start:
             complaint = f"starts at byte {start}, the previous block ended at {expected_start}"
         if complaint:
             ok = False
             block["problems"].append(complaint)
             problems.append(f"block {block['index']} ({block['name']}): {complaint}")
-        expected_start = end
+        # After a bad block the next one is not blamed for it: one fault, one report.
+        expected_start = None if complaint else end
     if blocks and ok and expected_start != prompt_bytes:
         ok = False
         problems.append(f"blocks end at byte {expected_start}, the prompt has {prompt_bytes} bytes")

@@ -210,3 +210,32 @@ def test_store_failure_is_500_with_a_json_error(store):
     assert response.json()["error"].startswith("store query failed")
     # Argument errors are still found before the store is asked.
     assert client.get("/api/requests/xyz!").status_code == 400
+
+
+def test_unreachable_server_store_is_503(port):
+    from promptprism.collector.store.server import ServerStore
+
+    client = TestClient(Starlette(routes=api_routes(ServerStore(f"http://127.0.0.1:{port}/promptprism"))))
+    response = client.get(f"/api/requests/{data.FIRST}")
+    assert response.status_code == 503 and response.headers["retry-after"]
+    assert response.json()["error"].startswith("store unavailable")
+
+
+def test_a_bad_range_persisted_in_the_store_is_reported_not_a_crash(store):
+    # Reassembly never stores a bad map; a row written by an older or broken
+    # writer must still be readable.
+    record = data.scenario()[0]
+    record.blocks[2].start += 3
+    record.blocks[2].size -= 3
+    record.blocks[4].end = 10_000
+    data.write(store, [record])
+    client = TestClient(Starlette(routes=api_routes(store)))
+    response = client.get(f"/api/requests/{data.FIRST}")
+    assert response.status_code == 200
+    prompt = response.json()["prompt"]
+    assert len(prompt["problems"]) == 2
+    assert "previous block ended" in prompt["blocks"][2]["problems"][0]
+    assert "does not fit" in prompt["blocks"][4]["problems"][0]
+    # Text is not assembled from an untrustworthy map, but the captured system prompt still shows.
+    assert prompt["text"] == "".join(part.text for part in data.agent_parts(
+        "User prefers short answers. 🎯\n", "Doc: the calendar has two meetings.\n"))
