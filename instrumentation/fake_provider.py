@@ -17,11 +17,15 @@ every client passes through untouched:
 - ``…fail-500…``  HTTP 500 with a provider-shaped error
 - ``…fail-400…``  HTTP 400 whose message echoes the model name (hostile-text tests)
 - ``…abort-stream…``  a stream that breaks off after its first events
+
+A request with the header ``x-fake-gzip: 1`` gets its answer gzip-compressed
+(``Content-Encoding: gzip``), as real providers send it.
 """
 
 from __future__ import annotations
 
 import collections
+import gzip
 import hashlib
 import http.server
 import json
@@ -30,12 +34,14 @@ import socket
 import threading
 import time
 import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 MODEL_TRIGGER_SERVER_ERROR = "fail-500"
 MODEL_TRIGGER_CLIENT_ERROR = "fail-400"
 MODEL_TRIGGER_ABORT_STREAM = "abort-stream"
+GZIP_HEADER = "x-fake-gzip"
 
 # Prefix-cache granularity: providers cache in blocks (OpenAI 128 tokens,
 # Anthropic at breakpoints); 256 bytes (~64 tokens) keeps small demo prompts
@@ -148,7 +154,8 @@ def _reply(body: Mapping[str, Any], history: list[Any]) -> Reply:
     tools = body.get("tools") if isinstance(body.get("tools"), list) else []
     choice = body.get("tool_choice")
     forced: str | None = None
-    if tools and choice in ("required", "any") or (isinstance(choice, Mapping) and choice.get("type") == "any"):
+    forces_any = choice in ("required", "any") or (isinstance(choice, Mapping) and choice.get("type") == "any")
+    if forces_any:
         forced = _tool_name(tools[0]) if tools else None
     elif isinstance(choice, Mapping):
         inner = choice.get("function") if isinstance(choice.get("function"), Mapping) else choice
@@ -308,10 +315,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     # --- plumbing -------------------------------------------------------------------------
 
+    @property
+    def _gzip(self) -> bool:
+        return self.headers.get(GZIP_HEADER) == "1"
+
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if self._gzip:
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -330,17 +344,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        # One gzip member for the whole stream, flushed per event, so the
+        # client can decode each event as it arrives.
+        self._compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS) if self._gzip else None
+        if self._compressor is not None:
+            self.send_header("Content-Encoding", "gzip")
         self.end_headers()
 
     def _event(self, data: Any, event: str | None = None) -> None:
         text = (f"event: {event}\n" if event else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
-        payload = text.encode()
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-        self.wfile.flush()
+        self._write_chunk(text.encode(), zlib.Z_SYNC_FLUSH)
         if self.provider.stream_delay_seconds:
             time.sleep(self.provider.stream_delay_seconds)
 
+    def _write_chunk(self, payload: bytes, flush_mode: int) -> None:
+        if self._compressor is not None:
+            payload = self._compressor.compress(payload) + self._compressor.flush(flush_mode)
+        if not payload:
+            return
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        self.wfile.flush()
+
     def _end_stream(self) -> None:
+        self._write_chunk(b"", zlib.Z_FINISH)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

@@ -292,13 +292,14 @@ class _Decoder:
 class ResponseObserver:
     """Feeds response bytes to the parser as they pass; finishes the recording at the end."""
 
-    def __init__(self, recording: Recording, response: Any):
+    def __init__(self, recording: Recording, response: Any, *, decoded: bool = False):
+        """``decoded``: the bytes fed are a body httpx already decompressed (a read response)."""
         self.recording = recording
         headers = response.headers
         self._sse = "text/event-stream" in str(headers.get("content-type", "")).lower()
         self._events = ServerSentEvents() if self._sse else None
         self._json = bytearray()
-        self._decoder = _Decoder(str(headers.get("content-encoding", "")))
+        self._decoder = _Decoder("identity" if decoded else str(headers.get("content-encoding", "")))
         self._broken = not self._decoder.supported
 
     def feed(self, chunk: bytes) -> None:
@@ -422,7 +423,7 @@ def observe_response(recording: Recording, response: Any, *, streamed: bool, is_
     """Parse a read response now, or watch a streamed one until it ends."""
     try:
         recording.status_code = int(response.status_code)
-        observer = ResponseObserver(recording, response)
+        observer = ResponseObserver(recording, response, decoded=not streamed)
         if not streamed:
             observer.feed(response.content)
             observer.finish()

@@ -359,3 +359,14 @@ def test_uninstrument_and_copies(fake_provider, spans):
 def test_instrumenting_something_else_is_a_clear_error():
     with pytest.raises(TypeError):
         instrument_openai(object())
+
+
+@pytest.mark.parametrize("dialect,stream", [(dialect, stream) for dialect in names.DIALECTS for stream in (False, True)])
+def test_gzip_compressed_answers_are_read_like_plain_ones(fake_provider, spans, dialect, stream):
+    client = make_client(dialect, fake_provider, spans, is_async=False)
+    path, arguments = request_arguments(dialect, rendered_prompt().text, stream=stream)
+    arguments["extra_headers"] = {"x-fake-gzip": "1"}
+    sdk_usage = send(client, dialect, (path, arguments), stream=stream, is_async=False)
+    attributes = dict(spans.only().attributes)
+    assert (attributes[names.GEN_AI_USAGE_INPUT_TOKENS], attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == sdk_usage
+    assert attributes[names.GEN_AI_RESPONSE_FINISH_REASONS]
