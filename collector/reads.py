@@ -13,7 +13,7 @@ import datetime
 import re
 from typing import Any, Mapping
 
-from . import queries, requests_view
+from . import prompt_diff, queries, requests_view
 from .store.base import Store
 
 # A span id is 16 hex digits; 4 is the shortest prefix accepted because
@@ -149,7 +149,7 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
     """``GET /api/diff?a=&b=``: block-level diff from request a to request b."""
     if not text_a or not text_b:
         raise BadArgument("give two requests to compare: ?a=ID&b=ID")
-    return requests_view.diff_requests(request(store, text_a), request(store, text_b))
+    return prompt_diff.diff_requests(request(store, text_a), request(store, text_b))
 
 
 # --- list filters --------------------------------------------------------------

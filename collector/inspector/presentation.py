@@ -6,6 +6,7 @@ worked out here, where they can be tested without a browser.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from typing import Any, Mapping
@@ -148,8 +149,6 @@ def trace_rows(requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _ns(rfc3339_text: str) -> int:
     """Nanoseconds of an RFC 3339 UTC string produced by requests_view.rfc3339."""
-    import datetime
-
     whole, _, fraction = rfc3339_text.rstrip("Z").partition(".")
     moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
     return int(moment.timestamp()) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])

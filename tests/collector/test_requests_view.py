@@ -8,15 +8,9 @@ import json
 
 import pytest
 
-from promptprism.collector import requests_view
-from promptprism.collector.requests_view import (
-    align_blocks,
-    diff_requests,
-    estimate_tokens,
-    previous_requests,
-    request_object,
-    rfc3339,
-)
+from promptprism.collector import prompt_diff, requests_view
+from promptprism.collector.prompt_diff import align_blocks, diff_requests
+from promptprism.collector.requests_view import estimate_tokens, previous_requests, request_object, rfc3339
 
 from .read_side_data import Part, blocks_for, build_record, sha256, tool
 
@@ -228,7 +222,7 @@ def test_diff_of_unmapped_prompts_compares_the_whole_prompt():
     record_b = build_record(trace_id="a" * 32, request_id="2" * 16, parts=PARTS + PARTS, mapped=False,
                             unmapped_reason="x")
     result = diff_requests(view(record_a), view(record_b))
-    assert result["responsible"] == requests_view.WHOLE_PROMPT_BLOCK_NAME
+    assert result["responsible"] == prompt_diff.WHOLE_PROMPT_BLOCK_NAME
     assert result["blocks"][0]["bytes_delta"] == record_b.prompt_bytes - record_a.prompt_bytes
 
 
