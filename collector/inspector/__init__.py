@@ -88,7 +88,8 @@ def inspector_routes(store: Store) -> list:
     async def trace(request: Request) -> Response:
         def work() -> dict[str, Any]:
             result = reads.trace(store, request.path_params["trace_id"])
-            return {"trace": result, "rows": presentation.trace_rows(result["requests"])}
+            return {"trace": result, "rows": presentation.trace_rows(result["requests"]),
+                    "legend": presentation.layer_legend(result["requests"])}
 
         return await render(work, "trace.html")
 

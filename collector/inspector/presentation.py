@@ -147,6 +147,15 @@ def trace_rows(requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def layer_legend(requests: list[Mapping[str, Any]]) -> list[str]:
+    """The layers of these requests' blocks, in first-seen order, for a colour legend."""
+    seen: dict[str, None] = {}
+    for item in requests:
+        for block in item["prompt"]["blocks"]:
+            seen.setdefault(block["layer"], None)
+    return list(seen)
+
+
 def _ns(rfc3339_text: str) -> int:
     """Nanoseconds of an RFC 3339 UTC string produced by requests_view.rfc3339."""
     whole, _, fraction = rfc3339_text.rstrip("Z").partition(".")

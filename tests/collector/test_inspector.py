@@ -132,3 +132,10 @@ def test_number_formatting():
     assert presentation.percent(0.1234) == "12.3%"
     assert presentation.percent(0.0001) == "<0.1%"
     assert presentation.layer_style("memory") != presentation.layer_style("identity")
+
+
+def test_trace_page_has_a_layer_legend(site):
+    text = page(site, f"/trace/{data.AGENT_TRACE}")
+    legend = re.search(r'<p class="legend-layers">(.*?)</p>', text, re.S).group(1)
+    assert re.findall(r"</span>(\w+) ", legend) == ["identity", "template", "instructions", "memory", "knowledge",
+                                                     "state", "skills"]
