@@ -6,19 +6,11 @@ shares one embedded session and each test gets a fresh database in it.
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 
 import pytest
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from support import IN_CI, free_port  # noqa: F401  (re-exported for older imports)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from promptprism.collector.cli import main as cli_main
 from promptprism.collector.insight.queries import BYTES_PER_TOKEN
 
-from conftest import free_port
+from support import free_port
 
 from . import scenario
 from .otlp_scenario import send
