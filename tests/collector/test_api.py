@@ -15,13 +15,13 @@ from . import read_side_data as data
 @pytest.fixture(scope="module")
 def api(chdb_root, tmp_path_factory):
     records = data.scenario()
-    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (_, store, url):
+    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (collector, _, url):
         with httpx.Client(base_url=url, timeout=30) as client:
-            yield client, records
+            yield client, records, collector.endpoints()["otlp_grpc"]
 
 
 def get(api, path, **params):
-    client, _ = api
+    client = api[0]
     return client.get(path, params=params)
 
 
@@ -39,7 +39,7 @@ def test_trace_lists_every_request_in_start_order_with_growth(api):
 
 
 def test_request_object_carries_the_spec_fields_from_the_real_path(api):
-    _, records = api
+    records = api[1]
     sent = next(record for record in records if record.request_id == data.SECOND)
     body = get(api, f"/api/requests/{data.SECOND}").json()
     assert body["request_id"] == data.SECOND and body["trace_id"] == data.AGENT_TRACE
@@ -194,11 +194,14 @@ def test_diff_errors_are_told_apart(api, params, status):
     assert response.status_code == status and response.json()["error"]
 
 
-def test_resent_batch_does_not_duplicate_requests(api, chdb_root):
-    # A trace answer lists each span once even though the store may hold the
-    # batch twice until a merge (ReplacingMergeTree, read with FINAL).
+def test_resent_spans_do_not_duplicate_requests(api):
+    # The same spans exported again (a retry after a timeout): answers list
+    # each request once, whatever the store holds until its next merge.
+    data.send_over_otlp(api[1][:3], api[2])
     body = get(api, f"/api/traces/{data.AGENT_TRACE}").json()
-    assert len({item["request_id"] for item in body["requests"]}) == len(body["requests"]) == 3
+    assert [item["request_id"] for item in body["requests"]] == [data.FIRST, data.SECOND, data.THIRD]
+    assert len(body["requests"][1]["prompt"]["blocks"]) == 6
+    assert len(get(api, "/api/requests").json()["requests"]) == 5
 
 
 def test_store_failure_is_500_with_a_json_error(store):
