@@ -150,15 +150,63 @@ class DecodedSpan:
 
 
 @dataclass(slots=True)
+class DecodedLogRecord:
+    """One OTLP log record, decoded, with its resource and scope. GenAI
+    content events become ``genai_events`` rows; every other record an
+    ``otel_logs`` row."""
+
+    time_ns: int  # the record's time, or its observed time when the sender left it 0
+    observed_time_ns: int
+    trace_id: str  # 32 lowercase hex, or "" without trace context
+    span_id: str  # 16 lowercase hex, or ""
+    flags: int
+    severity_number: int
+    severity_text: str
+    event_name: str  # the OTLP field, else the older `event.name` attribute
+    body: object  # typed value as decoded (str, int, float, bool, bytes, list, dict, None)
+    attributes: dict[str, object]
+    service: str
+    resource_attributes: dict[str, object]
+    resource_schema_url: str
+    scope_name: str
+    scope_version: str
+    scope_attributes: dict[str, object]
+    scope_schema_url: str
+    sequence: int = 0  # position in its export: orders records with equal timestamps
+
+
+@dataclass(slots=True)
+class GenAIEvent:
+    """A GenAI content event (``gen_ai.*.message``, ``gen_ai.choice``,
+    ``gen_ai.client.inference.operation.details``), kept for the read side to
+    join to its request by (trace_id, span_id). Body and attributes are
+    stored as JSON text, typed, so the join sees what the span would have."""
+
+    time_ns: int
+    trace_id: str
+    span_id: str
+    sequence: int
+    event_name: str
+    service: str
+    scope_name: str
+    body_json: str
+    attributes_json: str
+    record_sha256: str  # identity of the record: a re-sent copy collapses onto it
+
+
+@dataclass(slots=True)
 class IngestBatch:
     """What one accepted OTLP export hands to the sink.
 
     ``dedup_token`` identifies the export payload (sha256 of its bytes): the
     same batch re-sent after a timeout carries the same token and must not
-    create duplicate rows.
+    create duplicate rows. A traces export fills ``spans`` and ``records``, a
+    logs export ``genai_events`` and ``log_records`` (the rest).
     """
 
     spans: list[DecodedSpan]
     records: list[RequestRecord]
     dedup_token: str
     unmapped_reasons: dict[str, int] = field(default_factory=dict)  # counts for /metrics
+    genai_events: list[GenAIEvent] = field(default_factory=list)
+    log_records: list[DecodedLogRecord] = field(default_factory=list)

@@ -2,7 +2,9 @@
 
 ``reassemble`` hands over ``RequestRecord``s and ``DecodedSpan``s; this
 module lays them out as the columns of ``requests``, ``blocks``, ``tools``,
-``contents`` and ``otel_traces`` (store/schema). The sink writes the tables.
+``contents`` and ``otel_traces`` (store/schema), and a logs export's
+``GenAIEvent``s and other ``DecodedLogRecord``s as ``genai_events`` and
+``otel_logs``. The sink writes the tables.
 
 ``otel_traces`` follows the OpenTelemetry Collector ClickHouse exporter
 column for column, and stringifies attribute values the way it does
@@ -20,7 +22,7 @@ from typing import Any, Callable, Collection, Iterable
 
 import pyarrow as pa
 
-from .records import DecodedSpan, RequestRecord
+from .records import DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -30,6 +32,9 @@ STRING_MAP = pa.map_(pa.string(), pa.string())
 # Tables in the order the sink inserts them: text first, so a request row
 # never points at content that is not there yet.
 TABLES = ("contents", "blocks", "tools", "requests", "otel_traces")
+# What a logs export writes, after the above when a group holds both.
+LOG_TABLES = ("genai_events", "otel_logs")
+ALL_TABLES = TABLES + LOG_TABLES
 
 
 def _unsigned(value: Any) -> int:
@@ -306,6 +311,54 @@ def otel_traces_table(spans: Iterable[DecodedSpan]) -> pa.Table:
     return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
 
 
+# --- logs: GenAI content events, and otel_logs for the rest -------------------
+
+def genai_events_table(events: Iterable[GenAIEvent]) -> pa.Table:
+    columns: dict[str, list] = {name: [] for name in (
+        "timestamp", "trace_id", "span_id", "sequence", "event_name", "service", "scope_name",
+        "body", "attributes", "record_sha256")}
+    for event in events:
+        for name, value in (
+            ("timestamp", int(event.time_ns)), ("trace_id", event.trace_id), ("span_id", event.span_id),
+            ("sequence", _unsigned(event.sequence)), ("event_name", event.event_name),
+            ("service", event.service), ("scope_name", event.scope_name), ("body", event.body_json),
+            ("attributes", event.attributes_json), ("record_sha256", event.record_sha256),
+        ):
+            columns[name].append(value)
+    types = {"timestamp": TIMESTAMP, "sequence": pa.uint32()}
+    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+
+
+# The exporter's TraceFlags and SeverityNumber columns are UInt8: the W3C
+# trace flags are the low byte of OTLP's flags, and severities run 0–24.
+_UINT8_MASK = 0xFF
+
+
+def otel_logs_table(records: Iterable[DecodedLogRecord]) -> pa.Table:
+    columns: dict[str, list] = {name: [] for name in (
+        "Timestamp", "TraceId", "SpanId", "TraceFlags", "SeverityText", "SeverityNumber", "ServiceName",
+        "Body", "ResourceSchemaUrl", "ResourceAttributes", "ScopeSchemaUrl", "ScopeName", "ScopeVersion",
+        "ScopeAttributes", "LogAttributes", "EventName")}
+    for record in records:
+        for name, value in (
+            # The exporter, too, takes the observed time when the record's own is 0.
+            ("Timestamp", int(record.time_ns)), ("TraceId", record.trace_id), ("SpanId", record.span_id),
+            ("TraceFlags", int(record.flags) & _UINT8_MASK),
+            ("SeverityText", record.severity_text),
+            ("SeverityNumber", min(_unsigned(record.severity_number), _UINT8_MASK)),
+            ("ServiceName", record.service), ("Body", otel_attribute_string(record.body)),
+            ("ResourceSchemaUrl", record.resource_schema_url),
+            ("ResourceAttributes", _attribute_map(record.resource_attributes)),
+            ("ScopeSchemaUrl", record.scope_schema_url), ("ScopeName", record.scope_name),
+            ("ScopeVersion", record.scope_version), ("ScopeAttributes", _attribute_map(record.scope_attributes)),
+            ("LogAttributes", _attribute_map(record.attributes)), ("EventName", record.event_name),
+        ):
+            columns[name].append(value)
+    types = {"Timestamp": TIMESTAMP, "TraceFlags": pa.uint8(), "SeverityNumber": pa.uint8(),
+             "ResourceAttributes": STRING_MAP, "ScopeAttributes": STRING_MAP, "LogAttributes": STRING_MAP}
+    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+
+
 # --- everything one batch writes ---------------------------------------------
 
 @dataclass
@@ -318,22 +371,42 @@ class TableSet:
     requests: int = 0
 
     def non_empty(self) -> list[tuple[str, pa.Table]]:
-        return [(name, self.tables[name]) for name in TABLES if name in self.tables and self.tables[name].num_rows]
+        return [(name, self.tables[name]) for name in ALL_TABLES if name in self.tables and self.tables[name].num_rows]
+
+    # Log counts come from the tables themselves, so a spool file written
+    # before logs existed (no such tables) reads back as zero.
+    @property
+    def genai_events(self) -> int:
+        table = self.tables.get("genai_events")
+        return table.num_rows if table is not None else 0
+
+    @property
+    def log_records(self) -> int:
+        table = self.tables.get("otel_logs")
+        return table.num_rows if table is not None else 0
 
 
 def build_tables(
-    spans: Iterable[DecodedSpan], records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = ()
+    spans: Iterable[DecodedSpan], records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = (),
+    *, genai_events: Iterable[GenAIEvent] = (), log_records: Iterable[DecodedLogRecord] = (),
 ) -> TableSet:
     spans, records = list(spans), list(records)
+    genai_events, log_records = list(genai_events), list(log_records)
     contents, keys = contents_table(records, already_stored)
+    tables = {
+        "contents": contents,
+        "blocks": blocks_table(records),
+        "tools": tools_table(records),
+        "requests": requests_table(records),
+        "otel_traces": otel_traces_table(spans),
+    }
+    # Only a logs export has these; a traces batch (and its spool file) stays as it was.
+    if genai_events:
+        tables["genai_events"] = genai_events_table(genai_events)
+    if log_records:
+        tables["otel_logs"] = otel_logs_table(log_records)
     return TableSet(
-        tables={
-            "contents": contents,
-            "blocks": blocks_table(records),
-            "tools": tools_table(records),
-            "requests": requests_table(records),
-            "otel_traces": otel_traces_table(spans),
-        },
+        tables=tables,
         content_keys=keys,
         spans=len(spans),
         requests=len(records),
@@ -344,7 +417,7 @@ def merge_tables(parts: Iterable[TableSet]) -> TableSet:
     """Several batches' tables as one insert per table (each INSERT costs ~7 ms)."""
     parts = list(parts)
     merged: dict[str, pa.Table] = {}
-    for name in TABLES:
+    for name in ALL_TABLES:
         pieces = [part.tables[name] for part in parts if name in part.tables]
         if pieces:
             merged[name] = pa.concat_tables(pieces)

@@ -70,6 +70,8 @@ ACCEPT_TIMEOUT_SECONDS = 120.0
 BACKPRESSURE_RETRY_AFTER_SECONDS = 5.0
 # Per-span overhead in the pending-bytes estimate (ids, names, attributes).
 SPAN_OVERHEAD_BYTES = 1024
+# Per-log-record overhead likewise: ids, resource and scope, attribute map.
+LOG_RECORD_OVERHEAD_BYTES = 512
 
 
 class Backpressure(Exception):
@@ -92,6 +94,11 @@ def estimate_bytes(batch: IngestBatch) -> int:
     for record in batch.records:
         total += len(record.system_instructions) + len(record.input_messages) + len(record.output_messages)
         total += sum(len(item.content or "") for item in (*record.blocks, *record.tools))
+    for event in batch.genai_events:  # the text is the body and attribute JSON
+        total += LOG_RECORD_OVERHEAD_BYTES + len(event.body_json) + len(event.attributes_json)
+    for log_record in batch.log_records:
+        body = log_record.body
+        total += LOG_RECORD_OVERHEAD_BYTES + (len(body) if isinstance(body, (str, bytes)) else 0)
     return total
 
 
@@ -147,7 +154,8 @@ class Sink:
             "batches_accepted", "batches_duplicate", "batches_spooled", "batches_replayed",
             "spans_received", "spans_stored", "requests_stored", "contents_written",
             "inserts", "insert_seconds_total", "insert_seconds_last", "store_unavailable",
-            "store_errors", "backpressure", "spool_corrupt", "groups_written"), 0)
+            "store_errors", "backpressure", "spool_corrupt", "groups_written",
+            "log_records_received", "genai_events_stored", "log_records_stored"), 0)
         self._writer = threading.Thread(target=self._write_loop, name="promptprism-sink-writer", daemon=True)
         self._replayer = threading.Thread(target=self._replay_loop, name="promptprism-sink-replay", daemon=True)
         self._writer.start()
@@ -157,7 +165,7 @@ class Sink:
 
     def accept(self, batch: IngestBatch) -> None:
         """Return once ``batch`` is durable; raise Backpressure (retryable) or StoreError."""
-        if not batch.spans and not batch.records:
+        if not batch.spans and not batch.records and not batch.genai_events and not batch.log_records:
             return
         ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", estimate_bytes(batch))
         with self._condition:
@@ -171,6 +179,7 @@ class Sink:
             self._queue.append(ticket)
             self._pending_bytes += ticket.size
             self._count("spans_received", len(batch.spans))
+            self._count("log_records_received", len(batch.genai_events) + len(batch.log_records))
             self._condition.notify_all()
         if not ticket.done.wait(ACCEPT_TIMEOUT_SECONDS):
             self._count("backpressure")
@@ -215,10 +224,12 @@ class Sink:
             spans = size = 0
             while self._queue:
                 ticket = self._queue[0]
-                if group and (spans + len(ticket.batch.spans) > MAX_GROUP_SPANS or size + ticket.size > MAX_GROUP_BYTES):
+                # A log record is a row like a span: both count against the bound.
+                rows = len(ticket.batch.spans) + len(ticket.batch.genai_events) + len(ticket.batch.log_records)
+                if group and (spans + rows > MAX_GROUP_SPANS or size + ticket.size > MAX_GROUP_BYTES):
                     break
                 group.append(self._queue.pop(0))
-                spans += len(ticket.batch.spans)
+                spans += rows
                 size += ticket.size
             return group
 
@@ -251,7 +262,8 @@ class Sink:
         for token, same in fresh.items():
             batch = same[0].batch
             try:
-                parts[token] = build_tables(batch.spans, batch.records, self._recent_contents)
+                parts[token] = build_tables(batch.spans, batch.records, self._recent_contents,
+                                            genai_events=batch.genai_events, log_records=batch.log_records)
             except Exception as error:  # a record the columns cannot hold: this batch only
                 logger.exception("cannot lay out batch %s as rows", token)
                 for ticket in same:
@@ -329,6 +341,8 @@ class Sink:
             if stored:
                 self._counters["spans_stored"] += tables.spans
                 self._counters["requests_stored"] += tables.requests
+                self._counters["genai_events_stored"] += tables.genai_events
+                self._counters["log_records_stored"] += tables.log_records
                 self._counters["contents_written"] += len(tables.content_keys)
                 self._counters["groups_written"] += 1
                 self._store_down_until = 0.0

@@ -60,6 +60,12 @@ EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
 EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
 EVENT_CHOICE = "gen_ai.choice"
 EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+# The older events are named gen_ai.<role>.message; a role other than the four
+# above (OpenAI's `developer`) arrives under the same pattern.
+EVENT_MESSAGE_PREFIX = "gen_ai."
+EVENT_MESSAGE_SUFFIX = ".message"
+# Where log records carried their event name before OTLP had a field for it.
+EVENT_NAME_ATTRIBUTE = "event.name"
 
 # Content capture switch and its values (SPEC §3)
 ENV_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

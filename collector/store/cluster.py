@@ -14,7 +14,7 @@ schema cannot drift from the single-server one:
 * a materialized view reads and writes the local tables of its shard.
 
 Rows are sharded by trace id (``requests``, ``blocks``, ``tools``,
-``otel_traces``): a request, its blocks and its spans live on one shard, so
+``otel_traces``, ``genai_events``, ``otel_logs``): a request, its blocks and its spans live on one shard, so
 ``FINAL`` collapses re-sent copies there and a co-located join is correct.
 ``contents`` is sharded by its hash, as it is content-addressed.
 
@@ -54,6 +54,11 @@ SHARDING_KEYS = {
     "contents": "cityHash64(sha256)",
     "otel_traces": "cityHash64(TraceId)",
     "otel_traces_trace_id_ts": "cityHash64(TraceId)",
+    # GenAI content events live beside their request's rows: the read-time
+    # join by (trace_id, span_id) then finds them on the request's shard, and
+    # a re-sent copy collapses under FINAL there.
+    "genai_events": "cityHash64(trace_id)",
+    "otel_logs": "cityHash64(TraceId)",
 }
 DEFAULT_SHARDING_KEY = "rand()"
 

@@ -167,7 +167,7 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         old_tables = build_tables([], batch.records)  # 001 has no otel_traces
         for name, table in old_tables.non_empty():
             legacy.insert(name, table)
-        assert migrate(legacy) == ["002_otel_traces_dedup.sql"]
+        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql"]
         rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
                             f"FROM {old}.requests FINAL ORDER BY request_id")
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
@@ -275,7 +275,7 @@ def test_migrate_verb_applies_then_reports_up_to_date(http_clickhouse, capsys):
     database = f"test_{uuid.uuid4().hex[:12]}"
     url = http_clickhouse.url.rsplit("/", 1)[0] + f"/{database}"
     assert run_migrate_verb(["--store", url, "--retention-days", "9"]) == 0
-    assert "applied 001_initial.sql, 002_otel_traces_dedup.sql" in capsys.readouterr().out
+    assert "applied 001_initial.sql, 002_otel_traces_dedup.sql, 003_logs.sql" in capsys.readouterr().out
     assert run_migrate_verb(["--store", url]) == 0
     assert "schema up to date" in capsys.readouterr().out
     store = ServerStore(url)

@@ -1,0 +1,166 @@
+"""OTLP log payloads (protobuf or OTLP/JSON) → ``DecodedLogRecord`` objects.
+
+Pure conversion, no I/O, the logs twin of ``decode``: a payload that is not
+OTLP at all raises ``MalformedPayload`` (gRPC INVALID_ARGUMENT / HTTP 400);
+a record that is OTLP but unusable (a trace or span id of the wrong length)
+is left out and counted, so the receiver answers with OTLP partial success
+(``rejected_log_records``) instead of rejecting its neighbours.
+
+Unlike a span, a log record needs no trace context: empty (or all-zero) ids
+mean "not inside a span" and are kept as "".
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+from ..instrumentation import names
+from .decode import MAX_REJECTION_DETAILS, MAX_VALUE_DEPTH, SERVICE_NAME, MalformedPayload
+from .decode import _attributes as decode_attributes  # the shared hot-loop walk over KeyValues
+from .decode import _items as json_items
+from .decode import _value as decode_value
+from .records import DecodedLogRecord
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+# What a hex id that is not hex becomes in OTLP/JSON: one byte, a length no
+# id has, so the record is rejected instead of silently losing its context.
+_UNPARSEABLE_ID = base64.b64encode(b"\x00").decode("ascii")
+_ID_KEYS = (("traceId", "trace_id"), ("spanId", "span_id"))
+
+
+@dataclass(slots=True)
+class LogDecodeResult:
+    records: list[DecodedLogRecord]
+    rejected_log_records: int = 0
+    rejection_details: list[str] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str:
+        if not self.rejected_log_records:
+            return ""
+        more = self.rejected_log_records - len(self.rejection_details)
+        suffix = f"; and {more} more" if more > 0 else ""
+        return f"rejected {self.rejected_log_records} log record(s): " + "; ".join(self.rejection_details) + suffix
+
+
+# --- parsing ---------------------------------------------------------------
+
+
+def parse_protobuf(payload: bytes) -> ExportLogsServiceRequest:
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(payload)
+    except (DecodeError, ValueError, TypeError) as error:
+        raise MalformedPayload(f"not an OTLP ExportLogsServiceRequest: {error}") from None
+    return request
+
+
+def parse_json(payload: bytes) -> ExportLogsServiceRequest:
+    """OTLP/JSON: proto3 JSON mapping with hex trace and span ids and integer enums."""
+    try:
+        document = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise MalformedPayload(f"not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise MalformedPayload("OTLP/JSON body must be an object")
+    for resource_logs in json_items(document, "resourceLogs", "resource_logs"):
+        for scope_logs in json_items(resource_logs, "scopeLogs", "scope_logs"):
+            for record in json_items(scope_logs, "logRecords", "log_records"):
+                _hex_ids_to_base64(record)
+    request = ExportLogsServiceRequest()
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=MAX_VALUE_DEPTH * 2)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
+        raise MalformedPayload(f"not OTLP/JSON: {error}") from None
+    return request
+
+
+def _hex_ids_to_base64(record: dict) -> None:
+    for camel, snake in _ID_KEYS:
+        for key in (camel, snake):
+            if key in record:
+                text = record[key]
+                try:
+                    raw = bytes.fromhex(text) if isinstance(text, str) else None
+                except ValueError:
+                    raw = None
+                record[key] = _UNPARSEABLE_ID if raw is None else base64.b64encode(raw).decode("ascii")
+
+
+# --- walking ---------------------------------------------------------------
+
+
+def _hex_id(raw: bytes, length: int) -> str | None:
+    """Hex of a valid id, "" for none (empty or all zero), None when malformed."""
+    if not raw or not any(raw):
+        return "" if len(raw) in (0, length) else None
+    return raw.hex() if len(raw) == length else None
+
+
+def decode_request(request: ExportLogsServiceRequest) -> LogDecodeResult:
+    result = LogDecodeResult(records=[])
+    sequence = 0
+    for resource_logs in request.resource_logs:
+        resource_attributes = decode_attributes(resource_logs.resource.attributes)
+        service = resource_attributes.get(SERVICE_NAME)
+        service = service if isinstance(service, str) else ""
+        for scope_logs in resource_logs.scope_logs:
+            scope = scope_logs.scope
+            scope_attributes = decode_attributes(scope.attributes)
+            for record in scope_logs.log_records:
+                trace_id = _hex_id(record.trace_id, TRACE_ID_BYTES)
+                span_id = _hex_id(record.span_id, SPAN_ID_BYTES)
+                if trace_id is None or span_id is None or (span_id and not trace_id):
+                    result.rejected_log_records += 1
+                    if len(result.rejection_details) < MAX_REJECTION_DETAILS:
+                        result.rejection_details.append(
+                            f"log record {sequence}: invalid trace_id {record.trace_id.hex()!r} or "
+                            f"span_id {record.span_id.hex()!r}")
+                    sequence += 1
+                    continue
+                attributes = decode_attributes(record.attributes)
+                event_name = record.event_name
+                if not event_name:
+                    legacy = attributes.get(names.EVENT_NAME_ATTRIBUTE)
+                    event_name = legacy if isinstance(legacy, str) else ""
+                result.records.append(DecodedLogRecord(
+                    time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+                    observed_time_ns=record.observed_time_unix_nano,
+                    trace_id=trace_id,
+                    span_id=span_id,
+                    flags=record.flags,
+                    severity_number=record.severity_number,
+                    severity_text=record.severity_text,
+                    event_name=event_name,
+                    body=decode_value(record.body) if record.HasField("body") else None,
+                    attributes=attributes,
+                    service=service,
+                    resource_attributes=resource_attributes,  # shared by the resource's records; read-only
+                    resource_schema_url=resource_logs.schema_url,
+                    scope_name=scope.name,
+                    scope_version=scope.version,
+                    scope_attributes=scope_attributes,
+                    scope_schema_url=scope_logs.schema_url,
+                    sequence=sequence,
+                ))
+                sequence += 1
+    return result
+
+
+def decode_protobuf(payload: bytes) -> LogDecodeResult:
+    return decode_request(parse_protobuf(payload))
+
+
+def decode_json(payload: bytes) -> LogDecodeResult:
+    return decode_request(parse_json(payload))
+
+
+__all__ = ["LogDecodeResult", "MalformedPayload", "parse_protobuf", "parse_json", "decode_request",
+           "decode_protobuf", "decode_json"]
