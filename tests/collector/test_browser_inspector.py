@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 
-from conftest import IN_CI  # tests/conftest.py, on sys.path as pytest's rootdir conftest
+from support import IN_CI
 from . import read_side_data as data
 
 pytestmark = pytest.mark.browser

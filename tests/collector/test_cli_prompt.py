@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from conftest import free_port  # tests/conftest.py, pytest's rootdir conftest
+from support import free_port
 
 from . import read_side_data as data
 
