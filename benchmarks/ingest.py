@@ -164,6 +164,7 @@ def report(label: str, spans: int, seconds: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=8, help="exports of 512 spans per run (default 8)")
+    parser.add_argument("--default-gc", action="store_true", help="keep CPython's GC thresholds for the collector run")
     args = parser.parse_args()
     print(f"building {args.batches} × 2 exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …", flush=True)
     warmup = [build_batch(1_000_000 + number) for number in range(2)]
@@ -178,9 +179,11 @@ def main() -> int:
         rates[label] = report(label, spans, drive(target, payloads))
         server.stop(None)
 
-    from promptprism.collector.app import Collector
+    from promptprism.collector.app import Collector, tune_gc
     from promptprism.collector.config import CollectorConfig
 
+    if not args.default_gc:
+        tune_gc()  # as `promptprism collector` does
     with tempfile.TemporaryDirectory(prefix="promptprism-bench-") as data_dir:
         config = CollectorConfig.load({"data_dir": data_dir, "otlp_grpc_address": f"127.0.0.1:{free_port()}",
                                        "otlp_http_address": f"127.0.0.1:{free_port()}",

@@ -14,6 +14,7 @@ it becomes an HttpOnly cookie and the URL is cleaned.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import socket
@@ -43,6 +44,11 @@ TOKEN_QUERY = "token"
 SERVER_START_TIMEOUT_SECONDS = 30.0
 # In-flight OTLP/HTTP exports get this long to finish on shutdown.
 HTTP_GRACEFUL_SHUTDOWN_SECONDS = 10
+# The receive path allocates a dict per span event (tens of thousands per
+# export); CPython's default generation-0 threshold (700) would run the
+# collector every few events and rescan the live batches. A higher threshold
+# keeps collections, and memory, bounded while removing most of that work.
+GC_GENERATION0_THRESHOLD = 50_000
 # Read-side route factories, mounted when their module is in the checkout
 # (each lands separately; a missing one only means fewer pages).
 READ_SIDE_ROUTES = (
@@ -50,6 +56,13 @@ READ_SIDE_ROUTES = (
     ("promptprism.collector.insight", "insight_routes"),
     ("promptprism.collector.inspector", "inspector_routes"),
 )
+
+
+def tune_gc() -> None:
+    """For the collector process (the CLI calls this; a library user decides for themselves)."""
+    gc.freeze()  # everything imported so far is permanent: never rescan it
+    _, generation1, generation2 = gc.get_threshold()
+    gc.set_threshold(GC_GENERATION0_THRESHOLD, generation1, generation2)
 
 
 class ServerThread:
