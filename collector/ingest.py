@@ -1,5 +1,8 @@
 """One OTLP export, transport-independent: decode → reassemble → sink.
 
+Traces go through ``Ingest.export``; logs through ``Ingest.export_logs``
+(decode_logs → logs.split_logs → sink), with the same outcomes.
+
 Both receivers call ``Ingest.export`` with the decompressed payload and turn
 its outcome into their protocol's answer; they do no conversion of their
 own. The outcome classes map onto SPEC §4's status codes:
@@ -7,7 +10,8 @@ own. The outcome classes map onto SPEC §4's status codes:
 - ``MalformedPayload``   → gRPC INVALID_ARGUMENT / HTTP 400
 - ``Backpressure``       → gRPC UNAVAILABLE + RetryInfo / HTTP 503 + Retry-After
 - ``StoreError``         → gRPC INTERNAL / HTTP 500 (the store refused the rows for good)
-- an ``ExportOutcome`` with ``rejected_spans`` → OTLP partial success.
+- an ``ExportOutcome`` with ``rejected_spans`` → OTLP partial success
+  (``rejected_log_records`` for logs).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import logging
 import time
 from dataclasses import dataclass
 
+from . import decode_logs
 from .decode import MalformedPayload, decode_json, decode_protobuf
+from .logs import split_logs
 from .metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
 from .reassemble import reassemble
 from .records import IngestBatch
@@ -32,10 +38,22 @@ ENCODING_JSON = "json"
 WARNING_INTERVAL_SECONDS = 10.0
 
 
+# Prefixed to a logs payload before hashing it into the dedup token: the
+# sink remembers tokens of both signals in one set.
+LOGS_TOKEN_PREFIX = b"otlp-logs\n"
+
+
 @dataclass(frozen=True, slots=True)
 class ExportOutcome:
     accepted_spans: int
     rejected_spans: int
+    error_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogsExportOutcome:
+    accepted_log_records: int
+    rejected_log_records: int
     error_message: str
 
 
@@ -91,3 +109,30 @@ class Ingest:
         self.metrics.export_finished(transport, OUTCOME_PARTIAL if decoded.rejected_spans else OUTCOME_OK,
                                      len(payload))
         return ExportOutcome(len(decoded.spans), decoded.rejected_spans, decoded.error_message)
+
+    def export_logs(self, payload: bytes, encoding: str, transport: str) -> LogsExportOutcome:
+        """Decode, split into GenAI content events and other records, hand to the sink.
+
+        Same contract as ``export``. Nothing waits for the spans these events
+        belong to: the read side joins the two halves whenever both are stored.
+        """
+        try:
+            if encoding == ENCODING_JSON:
+                decoded = decode_logs.decode_json(payload)
+            else:
+                decoded = decode_logs.decode_protobuf(payload)
+        except MalformedPayload as error:
+            self.bad_payloads.warning("malformed OTLP logs %s payload over %s (%d bytes): %.200s",
+                                      encoding, transport, len(payload), str(error))
+            raise
+        split = split_logs(decoded.records)
+        token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
+        self.sink.accept(IngestBatch([], [], token, genai_events=split.genai_events, log_records=split.log_records))
+        self.metrics.logs_accepted(len(split.genai_events), len(split.log_records), decoded.rejected_log_records,
+                                   split.unjoinable_genai_events)
+        if decoded.rejected_log_records:
+            self.bad_payloads.warning("rejected %d log record(s) over %s: %s", decoded.rejected_log_records,
+                                      transport, decoded.error_message)
+        outcome = OUTCOME_PARTIAL if decoded.rejected_log_records else OUTCOME_OK
+        self.metrics.export_finished(transport, outcome, len(payload))
+        return LogsExportOutcome(len(decoded.records), decoded.rejected_log_records, decoded.error_message)

@@ -13,7 +13,7 @@ PREFIX = "promptprism_collector"
 
 # Export outcomes, one label value each (exports_total{transport, outcome}).
 OUTCOME_OK = "ok"
-OUTCOME_PARTIAL = "partial"  # accepted, some spans rejected (invalid ids)
+OUTCOME_PARTIAL = "partial"  # accepted, some spans or log records rejected (invalid ids)
 OUTCOME_MALFORMED = "malformed"
 OUTCOME_TOO_LARGE = "too_large"
 OUTCOME_UNAUTHENTICATED = "unauthenticated"
@@ -42,7 +42,13 @@ _SINK_COUNTERS = {
     "store_unavailable": "times the store was found unreachable",
     "store_errors": "exports the store refused for good",
     "spool_corrupt": "unreadable spool files moved aside",
+    "genai_events_stored": "GenAI content log records written to genai_events",
+    "log_records_stored": "other log records written to otel_logs",
 }
+
+# Kinds of accepted log records (log_records_received_total{kind}).
+LOG_KIND_GENAI_EVENT = "genai_event"  # joined to its request at read time
+LOG_KIND_OTHER = "other"  # stored in otel_logs
 
 
 class Metrics:
@@ -55,6 +61,9 @@ class Metrics:
         self.unmapped: dict[str, int] = {}
         self.exports: dict[tuple[str, str], int] = {}
         self.bytes_received: dict[str, int] = {}
+        self.log_records_received = {LOG_KIND_GENAI_EVENT: 0, LOG_KIND_OTHER: 0}
+        self.log_records_rejected = 0
+        self.genai_events_unjoinable = 0
 
     def export_finished(self, transport: str, outcome: str, payload_bytes: int = 0) -> None:
         with self._lock:
@@ -71,6 +80,13 @@ class Metrics:
             self.blocks_received += blocks
             for reason, count in unmapped.items():
                 self.unmapped[reason] = self.unmapped.get(reason, 0) + count
+
+    def logs_accepted(self, genai_events: int, other_records: int, rejected: int, unjoinable: int) -> None:
+        with self._lock:
+            self.log_records_received[LOG_KIND_GENAI_EVENT] += genai_events
+            self.log_records_received[LOG_KIND_OTHER] += other_records
+            self.log_records_rejected += rejected
+            self.genai_events_unjoinable += unjoinable
 
     def render(self, sink_stats: Callable[[], Mapping[str, float]] | None = None) -> str:
         """Prometheus text exposition format 0.0.4."""
@@ -95,6 +111,15 @@ class Metrics:
                    [(_labels(transport=t, outcome=o), count) for (t, o), count in sorted(self.exports.items())])
             family("received_bytes_total", "counter", "OTLP payload bytes received (after decompression)",
                    [(_labels(transport=t), count) for t, count in sorted(self.bytes_received.items())])
+            family("log_records_received_total", "counter",
+                   "log records accepted from OTLP exports: GenAI content events, or other records for otel_logs",
+                   [(_labels(kind=kind), count) for kind, count in sorted(self.log_records_received.items())])
+            family("log_records_rejected_total", "counter",
+                   "log records dropped with OTLP partial success (invalid trace or span id)",
+                   [("", self.log_records_rejected)])
+            family("genai_events_unjoinable_total", "counter",
+                   "GenAI content events without a span id, stored in otel_logs instead of joined",
+                   [("", self.genai_events_unjoinable)])
         stats = dict(sink_stats()) if sink_stats else {}
         for name, help_text in _SINK_COUNTERS.items():
             if name in stats:

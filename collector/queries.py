@@ -123,6 +123,19 @@ WHERE day IN JSONExtract({days:String}, 'Array(Date)')
   AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
 """
 
+# GenAI content events of some requests, for the read-time join (log_join):
+# instrumentations that send content as log records leave it off the span.
+# Both id lists are bound; the caller keeps the (trace_id, span_id) pairs it
+# asked for. ORDER BY matches the table's, so the look-up reads few granules.
+GENAI_EVENTS_FOR_REQUESTS = """
+SELECT trace_id, span_id, toUnixTimestamp64Nano(timestamp) AS time_ns, sequence, event_name, body, attributes
+FROM {db:Identifier}.genai_events FINAL
+WHERE trace_id IN JSONExtract({trace_ids:String}, 'Array(String)')
+  AND span_id IN JSONExtract({span_ids:String}, 'Array(String)')
+ORDER BY trace_id, span_id, time_ns, sequence
+LIMIT {limit:UInt32} BY trace_id, span_id
+"""
+
 # An empty filter parameter means "any": one statement serves every filter
 # combination, with every value still bound.
 LIST_REQUESTS = f"""
@@ -152,6 +165,10 @@ WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)
 ORDER BY started_at DESC, request_id DESC
 LIMIT {{limit:UInt32}}
 """
+
+# One request's message history as events: an agent loop of a few thousand
+# turns fits; past this the history shown is cut, the request still loads.
+GENAI_EVENTS_PER_REQUEST_MAX = 10_000
 
 # Far enough apart to cover any stored span; Int64 nanoseconds reach 2262.
 EARLIEST_NS = 0
@@ -254,3 +271,18 @@ def conversation_members(store: Store, conversation_ids: Iterable[str], until_ns
         until_ns=until_ns,
         limit=CONVERSATION_MEMBERS_MAX,
     )
+
+
+def genai_events_for(store: Store, keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """GenAI content events of the (trace_id, span_id) pairs, in time order per request."""
+    wanted = set(keys)
+    if not wanted:
+        return []
+    rows = _run(
+        store,
+        GENAI_EVENTS_FOR_REQUESTS,
+        trace_ids=json.dumps(sorted({trace_id for trace_id, _ in wanted})),
+        span_ids=json.dumps(sorted({span_id for _, span_id in wanted})),
+        limit=GENAI_EVENTS_PER_REQUEST_MAX,
+    )
+    return [row for row in rows if (row["trace_id"], row["span_id"]) in wanted]

@@ -13,7 +13,7 @@ import datetime
 import re
 from typing import Any, Mapping
 
-from . import prompt_diff, queries, requests_view
+from . import log_join, prompt_diff, queries, requests_view
 from .store.base import Store
 
 # A span id is 16 hex digits; 4 is the shortest prefix accepted because
@@ -82,14 +82,22 @@ def resolve_request_id(store: Store, text: str) -> str:
     return candidates[0]
 
 
+def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> log_join.JoinedContent:
+    """Complete ``rows`` (in place) with content that travelled as OTLP log
+    records; the one place the read side joins them (see ``log_join``)."""
+    return log_join.join_events(rows, queries.genai_events_for(store, log_join.event_keys(rows)))
+
+
 def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Full request objects for ``rows``: blocks, tools, content and predecessors."""
+    joined = _join_logged_content(store, [*rows, *candidates])
     ids = [row["request_id"] for row in rows]
     block_rows = queries.blocks_for(store, ids)
     tool_rows = queries.tools_for(store, ids)
     keys = [(row["day"], row["sha256"]) for row in [*block_rows, *tool_rows]]
     contents = queries.contents_for(store, keys)
-    blocks_by_request: dict[str, list] = {}
+    contents.update(joined.contents)
+    blocks_by_request: dict[str, list] = {request_id: list(blocks) for request_id, blocks in joined.blocks.items()}
     for block in block_rows:
         blocks_by_request.setdefault(block["request_id"], []).append(block)
     tools_by_request: dict[str, list] = {}
@@ -214,4 +222,6 @@ def parse_filters(params: Mapping[str, str], now: datetime.datetime | None = Non
 def list_summaries(store: Store, params: Mapping[str, str]) -> dict[str, Any]:
     """``GET /api/requests``: summaries, newest first."""
     filters = parse_filters(params)
-    return {"requests": [requests_view.summary(row) for row in queries.list_requests(store, filters)]}
+    rows = queries.list_requests(store, filters)
+    _join_logged_content(store, rows)
+    return {"requests": [requests_view.summary(row) for row in rows]}

@@ -1,4 +1,4 @@
-"""OTLP/gRPC receiver: ``TraceService/Export`` on a grpcio server.
+"""OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export`` on one grpcio server.
 
 The handler only authenticates, hands the raw request bytes to ``Ingest``
 and answers. It takes the request undeserialized so the payload is parsed
@@ -14,6 +14,7 @@ from concurrent import futures
 import grpc
 from google.protobuf.any_pb2 import Any as AnyMessage
 from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import metrics as outcomes
@@ -26,6 +27,7 @@ from .store.base import StoreError
 logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE_NAME = "opentelemetry.proto.collector.logs.v1.LogsService"
 METHOD_NAME = "Export"
 TRANSPORT = "grpc"
 RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"  # the only place the Python exporter looks
@@ -72,8 +74,12 @@ class GrpcReceiver:
         handler = grpc.unary_unary_rpc_method_handler(
             self._export, request_deserializer=None,
             response_serializer=ExportTraceServiceResponse.SerializeToString)
+        logs_handler = grpc.unary_unary_rpc_method_handler(
+            self._export_logs, request_deserializer=None,
+            response_serializer=ExportLogsServiceResponse.SerializeToString)
         self._server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE_NAME, {METHOD_NAME: handler}),))
+            (grpc.method_handlers_generic_handler(SERVICE_NAME, {METHOD_NAME: handler}),
+             grpc.method_handlers_generic_handler(LOGS_SERVICE_NAME, {METHOD_NAME: logs_handler})))
         target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if tls_cert_file:
             with open(tls_key_file, "rb") as key, open(tls_cert_file, "rb") as cert:
@@ -92,13 +98,30 @@ class GrpcReceiver:
         self._server.stop(grace_seconds).wait()
 
     def _export(self, payload: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        outcome = self._ingest(self.ingest.export, payload, context)
+        response = ExportTraceServiceResponse()
+        if outcome.rejected_spans:
+            response.partial_success.rejected_spans = outcome.rejected_spans
+            response.partial_success.error_message = outcome.error_message
+        return response
+
+    def _export_logs(self, payload: bytes, context: grpc.ServicerContext) -> ExportLogsServiceResponse:
+        outcome = self._ingest(self.ingest.export_logs, payload, context)
+        response = ExportLogsServiceResponse()
+        if outcome.rejected_log_records:
+            response.partial_success.rejected_log_records = outcome.rejected_log_records
+            response.partial_success.error_message = outcome.error_message
+        return response
+
+    def _ingest(self, export, payload: bytes, context: grpc.ServicerContext):
+        """Authenticate and run ``export``; every failure aborts the call with its status."""
         if self.token:
             header = next((value for key, value in context.invocation_metadata() if key == AUTHORIZATION), None)
             if not authorized(self.token, header):
                 self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_UNAUTHENTICATED)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
-            outcome = self.ingest.export(payload, ENCODING_PROTOBUF, TRANSPORT)
+            return export(payload, ENCODING_PROTOBUF, TRANSPORT)
         except MalformedPayload as error:
             self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_MALFORMED, len(payload))
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
@@ -111,8 +134,3 @@ class GrpcReceiver:
             self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(payload))
             logger.error("store refused an OTLP/gRPC export: %.300s", str(error))
             context.abort(grpc.StatusCode.INTERNAL, "the store refused the data")
-        response = ExportTraceServiceResponse()
-        if outcome.rejected_spans:
-            response.partial_success.rejected_spans = outcome.rejected_spans
-            response.partial_success.error_message = outcome.error_message
-        return response

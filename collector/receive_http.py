@@ -1,11 +1,12 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces``, protobuf or JSON, optionally gzip.
+"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs``, protobuf or JSON, optionally gzip.
 
 The handler authenticates, reads the body within the receive limit,
 decompresses it within the same limit, and hands it to ``Ingest`` on a
 worker thread (decoding and the sink's durable write block). Answers follow
 OTLP/HTTP: the response body is an ``ExportTraceServiceResponse`` (partial
-success) or a ``google.rpc.Status`` in the request's encoding; 400 / 413 /
-401 / 503 + Retry-After / 500 as SPEC §4 asks.
+success; ``ExportLogsServiceResponse`` for logs) or a ``google.rpc.Status``
+in the request's encoding; 400 / 413 / 401 / 503 + Retry-After / 500 as
+SPEC §4 asks, the same for both signals.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import zlib
 
 import anyio
 from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,6 +35,7 @@ from .store.base import StoreError
 logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 TRANSPORT = "http"
 PROTOBUF_TYPE = "application/x-protobuf"
 JSON_TYPE = "application/json"
@@ -90,11 +93,33 @@ def _success(encoding: str, rejected: int, message: str) -> Response:
     return Response(response.SerializeToString(), media_type=PROTOBUF_TYPE)
 
 
+def _logs_success(encoding: str, rejected: int, message: str) -> Response:
+    if encoding == ENCODING_JSON:
+        document = ({"partialSuccess": {"rejectedLogRecords": str(rejected), "errorMessage": message}}
+                    if rejected else {})
+        return Response(json.dumps(document).encode(), media_type=JSON_TYPE)
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = rejected
+        response.partial_success.error_message = message
+    return Response(response.SerializeToString(), media_type=PROTOBUF_TYPE)
+
+
 def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -> Starlette:
+    """The OTLP/HTTP app: traces and logs share the limiter, limits and answers."""
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
     metrics = ingest.metrics
 
     async def export(request: Request) -> Response:
+        return await _export(request, ingest.export,
+                             lambda encoding, outcome: _success(encoding, outcome.rejected_spans, outcome.error_message))
+
+    async def export_logs(request: Request) -> Response:
+        return await _export(request, ingest.export_logs,
+                             lambda encoding, outcome: _logs_success(encoding, outcome.rejected_log_records,
+                                                                     outcome.error_message))
+
+    async def _export(request: Request, ingest_export, answer) -> Response:
         media_type = _media_type(request.headers.get("content-type", ""))
         encoding = ENCODING_JSON if media_type == JSON_TYPE else ENCODING_PROTOBUF
         if not authorized(token, request.headers.get("authorization")):
@@ -118,8 +143,8 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
             chunks.append(chunk)
         body = b"".join(chunks)
         try:
-            outcome = await anyio.to_thread.run_sync(_decode_and_ingest, body, content_encoding, encoding,
-                                                     limiter=limiter)
+            outcome = await anyio.to_thread.run_sync(_decode_and_ingest, ingest_export, body, content_encoding,
+                                                     encoding, limiter=limiter)
         except PayloadTooLarge:
             return _too_large(encoding)
         except MalformedPayload as error:
@@ -133,16 +158,17 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
             metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(body))
             logger.error("store refused an OTLP/HTTP export: %.300s", str(error))
             return _error(500, encoding, code_pb2.INTERNAL, "the store refused the data")
-        return _success(encoding, outcome.rejected_spans, outcome.error_message)
+        return answer(encoding, outcome)
 
-    def _decode_and_ingest(body: bytes, content_encoding: str, encoding: str):
+    def _decode_and_ingest(ingest_export, body: bytes, content_encoding: str, encoding: str):
         if content_encoding == "gzip":
             body = gunzip(body, receive_limit_bytes)
-        return ingest.export(body, encoding, TRANSPORT)
+        return ingest_export(body, encoding, TRANSPORT)
 
     def _too_large(encoding: str) -> Response:
         metrics.export_finished(TRANSPORT, outcomes.OUTCOME_TOO_LARGE)
         return _error(413, encoding, code_pb2.RESOURCE_EXHAUSTED,
                       f"request larger than the receive limit of {receive_limit_bytes} bytes")
 
-    return Starlette(routes=[Route(TRACES_PATH, export, methods=["POST"])])
+    return Starlette(routes=[Route(TRACES_PATH, export, methods=["POST"]),
+                             Route(LOGS_PATH, export_logs, methods=["POST"])])
