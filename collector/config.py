@@ -8,6 +8,7 @@ strictly at start-up: a bad value is a clear error before anything listens.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -25,6 +26,9 @@ PROMPTPRISM_RECEIVE_LIMIT_BYTES = "PROMPTPRISM_RECEIVE_LIMIT_BYTES"
 PROMPTPRISM_TLS_CERT_FILE = "PROMPTPRISM_TLS_CERT_FILE"
 PROMPTPRISM_TLS_KEY_FILE = "PROMPTPRISM_TLS_KEY_FILE"
 PROMPTPRISM_SPOOL_MAX_BYTES = "PROMPTPRISM_SPOOL_MAX_BYTES"
+# SPEC §7: a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
+# tables + Distributed tables under the usual names); server store only.
+PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
 # Where the CLI's read commands find the collector's API.
 PROMPTPRISM_URL = "PROMPTPRISM_URL"
 
@@ -62,6 +66,8 @@ SETTINGS: dict[str, Setting] = {
     "tls_key_file": Setting(PROMPTPRISM_TLS_KEY_FILE, None, "PEM private key for the certificate"),
     "spool_max_bytes": Setting(PROMPTPRISM_SPOOL_MAX_BYTES, DEFAULT_SPOOL_MAX_BYTES,
                                "on-disk spool bound while the store is down; past it, clients are told to retry"),
+    "clickhouse_cluster": Setting(PROMPTPRISM_CLICKHOUSE_CLUSTER, None,
+                                  "ClickHouse cluster name: ON CLUSTER DDL, Replicated + Distributed tables"),
 }
 
 
@@ -130,6 +136,7 @@ class CollectorConfig:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES
+    clickhouse_cluster: str | None = None
 
     @property
     def tls(self) -> bool:
@@ -144,6 +151,13 @@ class CollectorConfig:
                 f"{PROMPTPRISM_STORE}={store!r}: expected `embedded` or a ClickHouse URL "
                 "like http://user:password@host:8123/database"
             )
+        cluster = str(raw["clickhouse_cluster"]).strip() if raw["clickhouse_cluster"] else None
+        if cluster is not None:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cluster):
+                raise ConfigError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER}={cluster!r}: a cluster name is an identifier")
+            if store == "embedded":
+                raise ConfigError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER} needs a ClickHouse server URL in "
+                                  f"{PROMPTPRISM_STORE}; the embedded store is one process")
         cert, key = raw["tls_cert_file"] or None, raw["tls_key_file"] or None
         if (cert is None) != (key is None):
             raise ConfigError(f"{PROMPTPRISM_TLS_CERT_FILE} and {PROMPTPRISM_TLS_KEY_FILE} go together: set both or neither")
@@ -163,6 +177,7 @@ class CollectorConfig:
             tls_cert_file=None if cert is None else str(cert),
             tls_key_file=None if key is None else str(key),
             spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"]),
+            clickhouse_cluster=cluster,
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..config import PROMPTPRISM_RETENTION_DAYS, PROMPTPRISM_STORE, SETTINGS, ConfigError, parse_positive_int
+from ..config import PROMPTPRISM_CLICKHOUSE_CLUSTER, PROMPTPRISM_RETENTION_DAYS, PROMPTPRISM_STORE, SETTINGS, ConfigError, parse_positive_int
 from . import CommandError
 
 
@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--retention-days", default=None, metavar="N",
                         help=f"the tables' TTL (default: ${PROMPTPRISM_RETENTION_DAYS} or "
                              f"{SETTINGS['retention_days'].default})")
+    parser.add_argument("--cluster", default=None, metavar="NAME",
+                        help=f"ClickHouse cluster: ON CLUSTER DDL with Replicated + Distributed tables "
+                             f"(default: ${PROMPTPRISM_CLICKHOUSE_CLUSTER})")
     parser.add_argument("--print", dest="print_only", action="store_true",
                         help="print the DDL instead of applying it")
     parser.set_defaults(handler=run)
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         raise CommandError(str(error)) from None
     url = args.store or os.environ.get(PROMPTPRISM_STORE) or ""
-    from ..store.migrations import load_migrations, migrate
+    from ..store.migrations import load_migrations
     from ..store.server import DEFAULT_DATABASE, parse_url
 
     database = DEFAULT_DATABASE
@@ -50,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
     elif not args.print_only:
         raise CommandError(f"--store needs a ClickHouse URL (http(s)://user:password@host:8123/database), got {url!r}; "
                            "the embedded store migrates itself when the collector starts")
+    from ..store.cluster import ClusterDDLError, cluster_name, script
+
+    try:
+        cluster = args.cluster or cluster_name()
+        if cluster and args.print_only:
+            print(script(database=database, retention_days=retention_days, cluster=cluster), end="")
+            return 0
+    except ClusterDDLError as error:
+        raise CommandError(str(error)) from None
     if args.print_only:
         print(f"CREATE DATABASE IF NOT EXISTS {database};\n")
         for migration in load_migrations(database=database, retention_days=retention_days):
@@ -61,10 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from ..store.base import StoreError
     from ..store.server import ServerStore
 
-    store = ServerStore(url, retention_days=retention_days)
+    store = ServerStore(url, retention_days=retention_days, cluster=cluster)
     try:
-        store.ensure_database()
-        applied = migrate(store)
+        applied = store.migrate()
     except StoreError as error:
         raise CommandError(f"cannot migrate {database}: {error}") from None
     finally:

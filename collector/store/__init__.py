@@ -37,4 +37,5 @@ def open_store(config_or_url: Any, data_dir: str | None = None, retention_days: 
         return store
     from .server import ServerStore
 
-    return ServerStore(store_setting, retention_days=retention_days, auto_migrate=True)
+    cluster = None if isinstance(config_or_url, str) else getattr(config_or_url, "clickhouse_cluster", None)
+    return ServerStore(store_setting, retention_days=retention_days, auto_migrate=True, cluster=cluster)

@@ -35,7 +35,7 @@ import sys
 from .base import Store
 from .migrations import Migration, load_migrations
 
-PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
+from ..config import PROMPTPRISM_CLICKHOUSE_CLUSTER
 
 # ZooKeeper/Keeper path per shard; {shard} and {replica} are the servers'
 # <macros>, {database} and {table} are filled in by ClickHouse itself.

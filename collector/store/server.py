@@ -59,7 +59,8 @@ def _server_code(error: BaseException) -> int | None:
 
 
 class ServerStore:
-    def __init__(self, url: str, *, retention_days: int = 30, auto_migrate: bool = False):
+    def __init__(self, url: str, *, retention_days: int = 30, auto_migrate: bool = False,
+                 cluster: str | None = None):
         self._arguments = parse_url(url)
         self.database = self._arguments.pop("database")
         self.retention_days = retention_days
@@ -69,6 +70,8 @@ class ServerStore:
         # Guards client creation (and the migration run on it); the client itself is thread-safe.
         self._lock = threading.RLock()
         self._needs_migration = auto_migrate
+        # SPEC §7: on a cluster the same migrations run ON CLUSTER (store/cluster.py).
+        self.cluster = cluster
 
     def _client(self):
         with self._lock:
@@ -87,16 +90,24 @@ class ServerStore:
                 except Exception as error:
                     raise self._translate(error) from error
             if self._needs_migration:
-                from .migrations import migrate
-
-                self._needs_migration = False  # migrate() calls back into _client()
+                self._needs_migration = False  # migrating calls back into _client()
                 try:
-                    self.ensure_database()
-                    migrate(self)
+                    self.migrate()
                 except BaseException:
                     self._needs_migration = True
                     raise
             return self._client_instance
+
+    def migrate(self) -> list[str]:
+        """Apply the schema: plain migrations, or ON CLUSTER when a cluster is configured."""
+        if self.cluster:
+            from .cluster import migrate_cluster
+
+            return migrate_cluster(self, self.cluster)
+        from .migrations import migrate
+
+        self.ensure_database()
+        return migrate(self)
 
     def _translate(self, error: BaseException) -> StoreError:
         from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
