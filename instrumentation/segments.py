@@ -16,30 +16,41 @@ provider-client wrapper that only sees the outgoing request body can find the
 map again with :func:`lookup_rendered`.
 
 Rendering sits on the application's hot path, so this module avoids per-render
-work it can do once: a :class:`Value` carries its sentinel-wrapped form from
-creation, and digests are computed when a prompt is recorded, not rendered.
+work it can do once or later: a :class:`Value` carries its sentinel-wrapped form
+from creation; a render only splits, checks and strips the sentinels (C-level
+list operations); the block map, its byte offsets and the digests are built when
+a prompt is recorded (:attr:`SegmentedPrompt.blocks`), not when it is rendered.
 """
 
 from __future__ import annotations
 
 import hashlib
+import operator
 import secrets
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from functools import cached_property
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from . import names
 
 # --- sentinels ---------------------------------------------------------------
-# ASCII record/unit separators around a per-process nonce: a value can only
+# Shift-out/shift-in around a per-process decimal nonce: a value can only
 # collide by containing the whole sentinel, which never leaves this process.
+# The characters survive the string filters a template may apply to captured
+# output ({% set %} blocks, macro calls), so such a filter cannot turn a
+# sentinel into stray text that the split would miss: they are not whitespace
+# (|trim, |wordwrap), not line boundaries (|indent; \x1c-\x1e are both), and
+# digits have no case (|upper, |title). A filter that changes a key or a value's
+# text is caught by the split's check instead.
 # ASCII keeps an ASCII prompt in CPython's one-byte string form, where the split
 # measured ~3x faster than with private-use characters. A marked value renders
 # as SENTINEL key SENTINEL text SENTINEL, so one C-level str.split yields
 # [prose, key, text, prose, key, text, prose, …].
-_NONCE = secrets.token_hex(4)
-SENTINEL = f"\x1e{_NONCE}\x1f"
+# Ten digits: about as many guesses as the 32-bit hex nonce this replaced.
+NONCE_DIGITS = 10
+_NONCE = f"{secrets.randbelow(10 ** NONCE_DIGITS):0{NONCE_DIGITS}d}"
+SENTINEL = f"\x0e{_NONCE}\x0f"
 
 _STABILITY_RANK = {stability: rank for rank, stability in enumerate(names.STABILITIES)}
 _UNKNOWN_RANK = len(names.STABILITIES)
@@ -81,7 +92,12 @@ class MarkedValue(str):
 
 
 def finalize(value: Any) -> Any:
-    """Jinja2 ``finalize`` hook: wrap marked values in sentinels, pass everything else through."""
+    """Jinja2 ``finalize`` hook: wrap marked values in sentinels, pass everything else through.
+
+    Templates compiled by :func:`templates.prompt_environment` inline this same
+    check into their generated code instead of calling it (one call per output
+    saved); any other environment with this hook calls it and gets the same text.
+    """
     if value.__class__ is MarkedValue:
         return value.wrapped
     return value
@@ -174,18 +190,22 @@ class SegmentedPrompt:
 
     def __init__(self, text: str, blocks: tuple[Block, ...] | None, unmapped_reason: str | None = None,
                  template: Template | None = None, *, context: Mapping[str, Any] | None = None,
-                 values: Sequence[Value] = (), byte_length: int | None = None,
-                 pieces: tuple[list[str], list[tuple[str, str, str, str]], bool] | None = None):
+                 values: Collection[Value] = (), byte_length: int | None = None,
+                 layout: tuple[Callable[..., _Layout], tuple[Any, ...]] | None = None):
         self.text = text
-        # Either the blocks, or the validated pieces they are made from on first
-        # use: building Block objects is deferred from rendering to recording.
+        # Either the blocks, or a function and the validated pieces that make
+        # them on first use: the block map is built when a prompt is recorded,
+        # not on the render path.
         self._blocks = blocks
-        self._pieces = pieces
+        self._layout = layout
         self.unmapped_reason = unmapped_reason
         self.template = template
         self._context = context
         self._values = values
-        self.byte_length = byte_length if byte_length is not None else _byte_length(text)
+        if byte_length is None:
+            # str.isascii() is O(1) in CPython: ASCII prompts skip the encode.
+            byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
+        self.byte_length = byte_length
 
     @property
     def mapped(self) -> bool:
@@ -195,11 +215,14 @@ class SegmentedPrompt:
     def blocks(self) -> tuple[Block, ...]:
         blocks = self._blocks
         if blocks is None:
-            texts, metadata, ascii_only = self._pieces  # type: ignore[misc]
+            function, arguments = self._layout  # type: ignore[misc]
+            texts, metadata = function(*arguments)
+            # str.isascii() is O(1): only non-ASCII pieces of a non-ASCII prompt are encoded.
+            ascii_only = self.text.isascii()
             made = []
             start = 0
             for index, content in enumerate(texts):
-                end = start + (len(content) if ascii_only else len(content.encode("utf-8")))
+                end = start + (len(content) if ascii_only or content.isascii() else len(content.encode("utf-8")))
                 made.append(Block(index, *metadata[index], start, end, content))
                 start = end
             blocks = self._blocks = tuple(made)
@@ -247,11 +270,6 @@ class SegmentedPrompt:
         return _build(texts, metadata, self.template, self._context, values)
 
 
-def _byte_length(text: str) -> int:
-    # str.isascii() is O(1) in CPython: ASCII prompts skip the encode.
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
 def unmapped(text: str, reason: str, *, template: Template | None = None, context: Mapping[str, Any] | None = None,
              values: Sequence[Value] = (), register: bool = True) -> SegmentedPrompt:
     """A prompt recorded without a block map, for ``reason`` (a ``names.UNMAPPED_*``).
@@ -295,9 +313,16 @@ def _build(texts: list[str], metadata: list[tuple[str, str, str, str]], template
     if covered != byte_length or len(texts) != len(metadata) or not all(texts):
         return unmapped(text, names.UNMAPPED_NOT_TILING, template=template, context=context, values=values)
     prompt = SegmentedPrompt(text, None, None, template, context=context, values=values, byte_length=byte_length,
-                             pieces=(texts, metadata, ascii_only))
+                             layout=(_as_given, (texts, metadata)))
     remember(prompt)
     return prompt
+
+
+_Layout = tuple[list[str], list[tuple[str, str, str, str]]]  # block texts and their (name, layer, stability, source)
+
+
+def _as_given(texts: list[str], metadata: list[tuple[str, str, str, str]]) -> _Layout:
+    return texts, metadata
 
 
 _CODE_PROSE = (names.LAYER_TEMPLATE, "code")
@@ -323,23 +348,41 @@ def split_marked(rendered: str, values: Mapping[str, Value], *, template: Templa
 
     Returns ``None`` when the sentinels are not as :func:`finalize` wrote them
     (a filter cut or changed captured output): the caller must not guess a map.
+
+    Only the check and the stripping happen here, as whole-list operations that
+    run in C; the blocks are laid out from the same pieces when first read.
     """
     parts = rendered.split(SENTINEL)
-    count = len(parts)
-    if count % 3 != 1:
+    if len(parts) % 3 != 1:
         return None
+    keys = parts[1::3]
+    try:
+        found = list(map(values.__getitem__, keys))
+    except KeyError:
+        return None
+    if list(map(_text_of, found)) != parts[2::3]:
+        return None
+    # What remains is [prose, text, prose, text, …, prose]: the text without sentinels and keys.
+    del parts[1::3]
+    prompt = SegmentedPrompt("".join(parts), None, None, template, context=context, values=values.values(),
+                             layout=(_marked_layout, (parts, found, template, template_stability)))
+    remember(prompt)
+    return prompt
+
+
+_text_of = operator.attrgetter("text")
+
+
+def _marked_layout(parts: list[str], found: list[Value], template: Template | None,
+                   template_stability: str) -> _Layout:
+    """Blocks of a checked split: ``parts`` is [prose, value text, prose, …], ``found`` the values in order."""
     prose_name, prose_source = _prose_identity(template)
     template_rank = _STABILITY_RANK.get(template_stability, _UNKNOWN_RANK)
     texts: list[str] = []
     metadata: list[tuple[str, str, str, str]] = []
     prose = parts[0]
     prose_rank = template_rank
-    lookup = values.get
-    for index in range(1, count, 3):
-        value = lookup(parts[index])
-        value_text = parts[index + 1]
-        if value is None or value_text != value.text:
-            return None
+    for value, value_text, following in zip(found, parts[1::2], parts[2::2]):
         if value.inline:
             prose += value_text
             rank = _STABILITY_RANK.get(value.stability, _UNKNOWN_RANK)
@@ -353,11 +396,11 @@ def split_marked(rendered: str, values: Mapping[str, Value], *, template: Templa
             prose_rank = template_rank
             texts.append(value_text)
             metadata.append(value.metadata)
-        prose += parts[index + 2]
+        prose += following
     if prose:
         texts.append(prose)
         metadata.append((prose_name, names.LAYER_TEMPLATE, _STABILITY_BY_RANK[prose_rank], prose_source))
-    return _build(texts, metadata, template, context, tuple(values.values()))
+    return texts, metadata
 
 
 # --- prompts built in code ---------------------------------------------------
@@ -427,14 +470,24 @@ def build_prompt(parts: Iterable[str | Value], *, template: Template | None = No
 REGISTRY_CAPACITY = 256
 
 # Keyed by the text itself: equivalent to keying by its sha256 (the text is
-# held by the prompt anyway) but costs a string hash instead of a digest on
-# every render.
+# held by the prompt anyway) but costs a string hash instead of a digest.
+# Even that hash (~0.4 µs for 2 KB) is kept off the render path: a render only
+# appends to _pending (deque.append is atomic, no lock); the next lookup files
+# the pending prompts into _registry, oldest first, so the newest prompt with a
+# given text wins as before. Both hold at most REGISTRY_CAPACITY prompts.
 _registry: OrderedDict[str, SegmentedPrompt] = OrderedDict()
+_pending: deque[SegmentedPrompt] = deque(maxlen=REGISTRY_CAPACITY)
 _registry_lock = threading.Lock()
 
 
 def remember(prompt: SegmentedPrompt) -> None:
-    with _registry_lock:
+    _pending.append(prompt)
+
+
+def _file_pending() -> None:
+    """Move rendered prompts into the registry (caller holds ``_registry_lock``)."""
+    while _pending:
+        prompt = _pending.popleft()  # only lock holders pop, so this cannot find it empty
         _registry[prompt.text] = prompt
         _registry.move_to_end(prompt.text)
         if len(_registry) > REGISTRY_CAPACITY:
@@ -444,6 +497,7 @@ def remember(prompt: SegmentedPrompt) -> None:
 def lookup_rendered(text: str) -> SegmentedPrompt | None:
     """The prompt most recently built through promptprism with exactly ``text``, if still remembered."""
     with _registry_lock:
+        _file_pending()
         found = _registry.get(text)
         if found is not None:
             _registry.move_to_end(text)

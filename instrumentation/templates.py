@@ -19,20 +19,26 @@ Built-ins come from code (a ``{name: text}`` mapping) or a directory of
 Rendering goes through one Jinja2 environment whose ``finalize`` hook wraps
 every declared value in sentinels (``segments.finalize``); the text the
 application gets is the sentinel-stripped output of that render, nothing else.
+Its code generator inlines that hook's check into each compiled template, so
+an output that is not a declared value costs one class comparison, not a call.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections import ChainMap
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import jinja2
+from jinja2.compiler import CodeGenerator
 
 from . import names
 from .segments import (
+    MarkedValue,
     SegmentedPrompt,
     Template,
     Value,
@@ -54,11 +60,52 @@ class TemplateError(ValueError):
     """A template configuration problem: unknown name, or an override over the cap."""
 
 
+# Names the generated code uses for the marked-value class and for the output
+# being checked; Jinja2's own names are l_*, t_* and a few fixed words.
+_MARKED_CLASS_NAME = "promptprism_MarkedValue"
+_OUTPUT_NAME = "promptprism_output"
+_FINALIZE_SOURCE = "environment.finalize("
+
+
+class MarkingCodeGenerator(CodeGenerator):
+    """Jinja2 code generator that inlines :func:`segments.finalize` into each output.
+
+    ``{{ expression }}`` compiles to
+    ``str(output.wrapped if (output := expression).__class__ is MarkedValue else output)``
+    instead of ``str(environment.finalize(expression))``: the same result (the
+    hook is exactly this check) without a Python call per output. Outputs that
+    Jinja2 folds at compile time still go through the hook itself.
+    """
+
+    def visit_Template(self, node: Any, frame: Any = None) -> None:
+        self.writeline(f"from {MarkedValue.__module__} import {MarkedValue.__name__} as {_MARKED_CLASS_NAME}")
+        super().visit_Template(node, frame)
+
+    def _inlines(self, frame: Any, finalize_info: Any) -> bool:
+        # Escaping environments and environments with another hook keep Jinja2's code.
+        return (finalize_info.src == _FINALIZE_SOURCE and self.environment.finalize is finalize
+                and not frame.eval_ctx.volatile and not frame.eval_ctx.autoescape)
+
+    def _output_child_pre(self, node: Any, frame: Any, finalize_info: Any) -> None:
+        if self._inlines(frame, finalize_info):
+            self.write(f"str({_OUTPUT_NAME}.wrapped if ({_OUTPUT_NAME} := ")
+        else:
+            super()._output_child_pre(node, frame, finalize_info)
+
+    def _output_child_post(self, node: Any, frame: Any, finalize_info: Any) -> None:
+        if self._inlines(frame, finalize_info):
+            self.write(f").__class__ is {_MARKED_CLASS_NAME} else {_OUTPUT_NAME})")
+        else:
+            super()._output_child_post(node, frame, finalize_info)
+
+
 def prompt_environment(**options: Any) -> jinja2.Environment:
     """A Jinja2 environment for promptprism templates; add filters/globals to it freely."""
     if "finalize" in options:
         raise TemplateError("promptprism owns the environment's finalize hook (it marks values)")
-    return jinja2.Environment(**{**ENVIRONMENT_OPTIONS, **options}, finalize=finalize)
+    environment = jinja2.Environment(**{**ENVIRONMENT_OPTIONS, **options}, finalize=finalize)
+    environment.code_generator_class = MarkingCodeGenerator
+    return environment
 
 
 def replace_tokens(text: str, tokens: Mapping[str, str]) -> str:
@@ -78,10 +125,12 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
     undeclared variables (lists to loop over, flags): their output is prose.
     ``stability`` is the template text's own stability.
     """
-    variables = dict(context) if context else {}
+    variables = _globals_of(compiled)
+    if context:
+        variables.update(context)
     declared: dict[str, Value] = {}
     collides = False
-    for value in values.values() if isinstance(values, Mapping) else values:
+    for value in values if isinstance(values, (list, tuple)) or not isinstance(values, Mapping) else values.values():
         declared[value.name] = value
         variables[value.name] = value.marked
         collides = collides or value.collides
@@ -92,7 +141,7 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
             variables[name] = value.text
         return unmapped(compiled.render(variables), names.UNMAPPED_SENTINEL_COLLISION, template=template,
                         context=context, values=tuple(declared.values()))
-    prompt = split_marked(compiled.render(variables), declared, template=template, template_stability=stability,
+    prompt = split_marked(_render(compiled, variables), declared, template=template, template_stability=stability,
                           context=context)
     if prompt is not None:
         return prompt
@@ -103,6 +152,35 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
         variables[name] = value.text
     return unmapped(compiled.render(variables), names.UNMAPPED_RENDER_ERROR, template=template, context=context,
                     values=tuple(declared.values()))
+
+
+def _globals_of(compiled: jinja2.Template) -> dict[str, Any]:
+    """A new dict of the template's globals, to be filled with its variables.
+
+    Template.render copies the variables into a new dict with the globals
+    anyway; building that dict here once lets the context share it. The
+    globals are a ChainMap (template's over the environment's), which
+    ``dict()`` copies key by key in Python (~3.5 µs, a third of a plain
+    render); merging its maps is two C-level updates.
+    """
+    found = compiled.globals
+    if not isinstance(found, ChainMap):
+        return dict(found)
+    variables: dict[str, Any] = {}
+    for layer in reversed(found.maps):
+        variables.update(layer)
+    return variables
+
+
+def _render(compiled: jinja2.Template, variables: dict[str, Any]) -> str:
+    """``compiled.render(variables)`` for ``variables`` that already hold the template's globals."""
+    if compiled.environment.is_async:
+        return compiled.render(variables)
+    try:
+        return "".join(compiled.root_render_func(compiled.new_context(variables, shared=True)))
+    except Exception:
+        # What Template.render does: rewrite the traceback to point into the template.
+        return compiled.environment.handle_exception()
 
 
 def render_string(source: str, values: Iterable[Value] | Mapping[str, Value] = (), *,
@@ -134,8 +212,10 @@ class ResolvedTemplate:
     builtin_text: str | None
     scope: str | None = None
 
-    @property
+    @cached_property
     def template(self) -> Template:
+        # Cached: every render of this template records it (cached_property
+        # writes the instance __dict__ directly, which a frozen dataclass allows).
         return Template(self.name, self.origin, self.scope)
 
 
