@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from . import reads
+from .logsafe import describe_store_error
 from .store.base import Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def error_response(error: Exception) -> JSONResponse:
     if isinstance(error, StoreUnavailable):
         return JSONResponse({"error": f"store unavailable: {error}"}, status_code=503,
                             headers={"Retry-After": "5"})
-    logger.error("read failed: %s", error)
+    logger.error("read failed: %s", describe_store_error(error))
     return JSONResponse({"error": f"store query failed: {error}"}, status_code=500)
 
 

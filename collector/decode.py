@@ -41,7 +41,16 @@ MAX_VALUE_DEPTH = 32
 
 
 class MalformedPayload(ValueError):
-    """The payload is not a decodable OTLP ExportTraceServiceRequest."""
+    """The payload is not a decodable OTLP export request.
+
+    Messages read "<what was wrong>: <parser detail>". The detail may quote the
+    payload (protobuf's JSON parser echoes offending values), so it goes back
+    to the sender only; logs use ``summary``, the part we wrote.
+    """
+
+    @property
+    def summary(self) -> str:
+        return str(self).split(":", 1)[0]
 
 
 @dataclass(slots=True)

@@ -95,8 +95,8 @@ class Ingest:
             decoded = decode_json(payload) if encoding == ENCODING_JSON else decode_protobuf(payload)
         except MalformedPayload as error:
             # The reason, never the payload: it may hold prompt content.
-            self.bad_payloads.warning("malformed OTLP %s payload over %s (%d bytes): %.200s",
-                                      encoding, transport, len(payload), str(error))
+            self.bad_payloads.warning("malformed OTLP %s payload over %s (%d bytes): %s",
+                                      encoding, transport, len(payload), error.summary)
             raise
         records, unmapped = reassemble(decoded.spans)
         batch = IngestBatch(decoded.spans, records, hashlib.sha256(payload).hexdigest(), unmapped)
@@ -122,8 +122,8 @@ class Ingest:
             else:
                 decoded = decode_logs.decode_protobuf(payload)
         except MalformedPayload as error:
-            self.bad_payloads.warning("malformed OTLP logs %s payload over %s (%d bytes): %.200s",
-                                      encoding, transport, len(payload), str(error))
+            self.bad_payloads.warning("malformed OTLP logs %s payload over %s (%d bytes): %s",
+                                      encoding, transport, len(payload), error.summary)
             raise
         split = split_logs(decoded.records)
         token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()

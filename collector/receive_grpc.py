@@ -22,6 +22,7 @@ from .auth import AUTHORIZATION, authorized
 from .decode import MalformedPayload
 from .ingest import ENCODING_PROTOBUF, Ingest
 from .sink import Backpressure
+from .logsafe import describe_store_error
 from .store.base import StoreError
 
 logger = logging.getLogger(__name__)
@@ -132,5 +133,5 @@ class GrpcReceiver:
             context.abort(grpc.StatusCode.UNAVAILABLE, message)
         except StoreError as error:
             self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(payload))
-            logger.error("store refused an OTLP/gRPC export: %.300s", str(error))
+            logger.error("store refused an OTLP/gRPC export: %s", describe_store_error(error))
             context.abort(grpc.StatusCode.INTERNAL, "the store refused the data")

@@ -30,6 +30,7 @@ from .auth import authorized
 from .decode import MalformedPayload
 from .ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
 from .sink import Backpressure
+from .logsafe import describe_store_error
 from .store.base import StoreError
 
 logger = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
             return _error(503, encoding, code_pb2.UNAVAILABLE, f"retry later: {error}", {"Retry-After": retry_after})
         except StoreError as error:
             metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(body))
-            logger.error("store refused an OTLP/HTTP export: %.300s", str(error))
+            logger.error("store refused an OTLP/HTTP export: %s", describe_store_error(error))
             return _error(500, encoding, code_pb2.INTERNAL, "the store refused the data")
         return answer(encoding, outcome)
 

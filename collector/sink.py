@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from .records import IngestBatch
 from .rows import ContentKey, TableSet, build_tables, merge_tables
 from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
+from .logsafe import describe_exception, describe_store_error
 from .store.base import Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ class Sink:
             try:
                 self._write_group(group)
             except BaseException as error:  # never leave a receiver waiting forever
-                logger.exception("sink writer failed")
+                logger.error("sink writer failed: %s", describe_exception(error))
                 for ticket in group:
                     if not ticket.done.is_set():
                         ticket.finish(StoreError(f"write failed: {error}"))
@@ -265,7 +266,7 @@ class Sink:
                 parts[token] = build_tables(batch.spans, batch.records, self._recent_contents,
                                             genai_events=batch.genai_events, log_records=batch.log_records)
             except Exception as error:  # a record the columns cannot hold: this batch only
-                logger.exception("cannot lay out batch %s as rows", token)
+                logger.error("cannot lay out batch %s as rows: %s", token, describe_exception(error))
                 for ticket in same:
                     ticket.finish(StoreError(f"cannot store batch: {error}"))
         if not parts:
@@ -353,7 +354,7 @@ class Sink:
             self._counters["store_unavailable"] += 1
             self._store_down_until = time.monotonic() + self._retry_delay
             self._retry_delay = min(self._retry_delay * 2, STORE_RETRY_MAX_SECONDS)
-        logger.warning("store unavailable, spooling: %s", error)
+        logger.warning("store unavailable, spooling: %s", describe_store_error(error))
 
     # --- replay ------------------------------------------------------------
 
@@ -374,7 +375,7 @@ class Sink:
                 except FileNotFoundError:
                     continue
                 except (SpoolCorrupt, OSError, ValueError, KeyError) as error:
-                    logger.error("spool file %s is unreadable (%s); moved aside", path.name, error)
+                    logger.error("spool file %s is unreadable (%s); moved aside", path.name, describe_exception(error))
                     self.spool.quarantine(path)
                     self._count("spool_corrupt")
                     continue
@@ -384,7 +385,7 @@ class Sink:
                     self._mark_down(error)
                     break
                 except StoreError as error:
-                    logger.error("store rejects spool file %s (%s); moved aside", path.name, error)
+                    logger.error("store rejects spool file %s (%s); moved aside", path.name, describe_store_error(error))
                     self.spool.quarantine(path)
                     self._count("spool_corrupt")
                     continue
@@ -403,8 +404,8 @@ class Sink:
             if self.spool.depth_files:
                 try:
                     self.replay_spool()
-                except Exception:  # keep replaying later; the files stay on disk
-                    logger.exception("spool replay failed")
+                except Exception as error:  # keep replaying later; the files stay on disk
+                    logger.error("spool replay failed: %s", describe_exception(error))
             wait = REPLAY_POLL_SECONDS
             if self.spool.depth_files:
                 wait = max(0.05, min(REPLAY_POLL_SECONDS, self._store_down_until - time.monotonic()))
