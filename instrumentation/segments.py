@@ -25,10 +25,10 @@ a prompt is recorded (:attr:`SegmentedPrompt.blocks`), not when it is rendered.
 from __future__ import annotations
 
 import hashlib
-import operator
 import secrets
 import threading
 from collections import OrderedDict, deque
+from contextvars import ContextVar
 from functools import cached_property
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
@@ -85,10 +85,17 @@ class MarkedValue(str):
     ``finalize`` swaps it for its sentinel-wrapped form only if it reaches
     ``{{ … }}`` unchanged; any filter or operation turns it into a plain ``str``
     (``|length`` counts the real text, ``|upper`` yields prose with exact text).
+    It also carries what its block needs, so the split can check a render
+    against the template's variables directly (no per-render key → value map)
+    and lay out blocks without a reference back to its :class:`Value` (which
+    would make a reference cycle per value, left to the garbage collector).
     """
 
-    __slots__ = ("wrapped",)
+    __slots__ = ("wrapped", "inline", "rank", "metadata")
     wrapped: str
+    inline: bool
+    rank: int  # of its stability, in _STABILITY_RANK
+    metadata: tuple[str, str, str, str]  # a block's (name, layer, stability, source)
 
 
 def finalize(value: Any) -> Any:
@@ -101,6 +108,39 @@ def finalize(value: Any) -> Any:
     if value.__class__ is MarkedValue:
         return value.wrapped
     return value
+
+
+# False while a template renders with its values unmarked (the fallback when a
+# value holds a sentinel or a filter broke one): any sentinel in a capture is
+# then the value's own text, and the capture must stay exactly as Jinja2 joins it.
+captures_marked: ContextVar[bool] = ContextVar("promptprism_captures_marked", default=True)
+
+
+def join_captured(pieces: Iterable[str]) -> str:
+    """Jinja2 ``concat`` hook: join captured output so filters see exact text and outputs keep their blocks.
+
+    Output captured inside a template (``{% set %}`` blocks, macro and
+    ``caller()`` bodies, ``{% filter %}`` blocks, ``super()``) holds the
+    sentinels of the values in it. As a plain string, a filter over it would
+    see them: ``|center`` or ``|wordwrap`` would measure them, ``|length``
+    would count them, ``{% if %}`` would find an empty capture non-empty.
+    So the capture becomes a :class:`MarkedValue` like a declared value: its
+    text is the capture with the sentinels stripped, and only when it reaches
+    ``{{ … }}`` unchanged is it output in its marked form, keeping the blocks
+    of the values inside. (The top-level render is joined by
+    ``templates.render_segmented`` itself, so the split sees every sentinel.)
+    """
+    joined = "".join(pieces)
+    if SENTINEL not in joined or not captures_marked.get():
+        return joined
+    parts = joined.split(SENTINEL)
+    if len(parts) % 3 != 1:
+        return joined  # not as finalize wrote it: the top-level split will refuse it
+    del parts[1::3]
+    # Only wrapped is set: a capture is never looked up as a declared value.
+    captured = MarkedValue("".join(parts))
+    captured.wrapped = joined
+    return captured
 
 
 class Value:
@@ -122,9 +162,12 @@ class Value:
         self.source = source
         self.inline = inline
         self.collides = SENTINEL in text
-        self.marked = MarkedValue(text)
-        self.marked.wrapped = wrap(name, text)
         self.metadata = (name, layer, self.stability, source)  # a block's fields, ready for _build
+        self.marked = marked = MarkedValue(text)
+        marked.wrapped = wrap(name, text)
+        marked.inline = inline
+        marked.rank = _STABILITY_RANK[self.stability] if self.stability in _STABILITY_RANK else _UNKNOWN_RANK
+        marked.metadata = self.metadata
 
     def __repr__(self) -> str:
         kind = "inline" if self.inline else "block"
@@ -348,32 +391,40 @@ def split_marked(rendered: str, values: Mapping[str, Value], *, template: Templa
 
     Returns ``None`` when the sentinels are not as :func:`finalize` wrote them
     (a filter cut or changed captured output): the caller must not guess a map.
+    """
+    return split_rendered(rendered, {key: value.marked for key, value in values.items()}, tuple(values.values()),
+                          template=template, template_stability=template_stability, context=context)
 
-    Only the check and the stripping happen here, as whole-list operations that
-    run in C; the blocks are laid out from the same pieces when first read.
+
+def split_rendered(rendered: str, marked: Mapping[str, Any], values: Collection[Value], *,
+                   template: Template | None, template_stability: str = names.STABILITY_STATIC,
+                   context: Mapping[str, Any] | None = None) -> SegmentedPrompt | None:
+    """:func:`split_marked` for a template render: ``marked`` are the render's variables.
+
+    Each key inside the sentinels is looked up in ``marked`` (declared values
+    are there as their :class:`MarkedValue`) and the text between must equal
+    it. Only this check and the stripping happen here, as whole-list operations
+    that run in C; the blocks are laid out from the same pieces when first read.
     """
     parts = rendered.split(SENTINEL)
     if len(parts) % 3 != 1:
         return None
-    keys = parts[1::3]
     try:
-        found = list(map(values.__getitem__, keys))
+        found = list(map(marked.__getitem__, parts[1::3]))
     except KeyError:
         return None
-    if list(map(_text_of, found)) != parts[2::3]:
+    # A MarkedValue compares equal to exactly its text.
+    if found != parts[2::3]:
         return None
     # What remains is [prose, text, prose, text, …, prose]: the text without sentinels and keys.
     del parts[1::3]
-    prompt = SegmentedPrompt("".join(parts), None, None, template, context=context, values=values.values(),
+    prompt = SegmentedPrompt("".join(parts), None, None, template, context=context, values=values,
                              layout=(_marked_layout, (parts, found, template, template_stability)))
     remember(prompt)
     return prompt
 
 
-_text_of = operator.attrgetter("text")
-
-
-def _marked_layout(parts: list[str], found: list[Value], template: Template | None,
+def _marked_layout(parts: list[str], found: list[Any], template: Template | None,
                    template_stability: str) -> _Layout:
     """Blocks of a checked split: ``parts`` is [prose, value text, prose, …], ``found`` the values in order."""
     prose_name, prose_source = _prose_identity(template)
@@ -382,10 +433,12 @@ def _marked_layout(parts: list[str], found: list[Value], template: Template | No
     metadata: list[tuple[str, str, str, str]] = []
     prose = parts[0]
     prose_rank = template_rank
-    for value, value_text, following in zip(found, parts[1::2], parts[2::2]):
-        if value.inline:
+    for marked, value_text, following in zip(found, parts[1::2], parts[2::2]):
+        if marked.__class__ is not MarkedValue or marked.inline:
+            # Inline, or (only with a sentinel forged in undeclared context)
+            # not a declared value at all: prose either way, the text is the same.
             prose += value_text
-            rank = _STABILITY_RANK.get(value.stability, _UNKNOWN_RANK)
+            rank = marked.rank if marked.__class__ is MarkedValue else template_rank
             if rank > prose_rank:
                 prose_rank = rank
         elif value_text:
@@ -395,7 +448,7 @@ def _marked_layout(parts: list[str], found: list[Value], template: Template | No
             prose = ""
             prose_rank = template_rank
             texts.append(value_text)
-            metadata.append(value.metadata)
+            metadata.append(marked.metadata)
         prose += following
     if prose:
         texts.append(prose)

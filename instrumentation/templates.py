@@ -20,7 +20,10 @@ Rendering goes through one Jinja2 environment whose ``finalize`` hook wraps
 every declared value in sentinels (``segments.finalize``); the text the
 application gets is the sentinel-stripped output of that render, nothing else.
 Its code generator inlines that hook's check into each compiled template, so
-an output that is not a declared value costs one class comparison, not a call.
+an output that is not a declared value costs one class comparison, not a call;
+its ``concat`` hook (``segments.join_captured``) makes captured output
+(``{% set %}`` blocks, macros) behave like a declared value: filters see its
+exact text, an unchanged output keeps the blocks inside.
 """
 
 from __future__ import annotations
@@ -42,8 +45,10 @@ from .segments import (
     SegmentedPrompt,
     Template,
     Value,
+    captures_marked,
     finalize,
-    split_marked,
+    join_captured,
+    split_rendered,
     unmapped,
 )
 
@@ -86,6 +91,17 @@ class MarkingCodeGenerator(CodeGenerator):
         return (finalize_info.src == _FINALIZE_SOURCE and self.environment.finalize is finalize
                 and not frame.eval_ctx.volatile and not frame.eval_ctx.autoescape)
 
+    def visit_Call(self, node: Any, frame: Any, forward_caller: bool = False) -> None:
+        # {% call macro() %}…{% endcall %} outputs the macro's result without
+        # finalize; that result is a capture (segments.join_captured) whose
+        # blocks are kept only if it is output in its marked form.
+        marks = forward_caller and self._inlines(frame, self._make_finalize())
+        if marks:
+            self.write(f"({_OUTPUT_NAME}.wrapped if ({_OUTPUT_NAME} := ")
+        super().visit_Call(node, frame, forward_caller=forward_caller)
+        if marks:
+            self.write(f").__class__ is {_MARKED_CLASS_NAME} else {_OUTPUT_NAME})")
+
     def _output_child_pre(self, node: Any, frame: Any, finalize_info: Any) -> None:
         if self._inlines(frame, finalize_info):
             self.write(f"str({_OUTPUT_NAME}.wrapped if ({_OUTPUT_NAME} := ")
@@ -105,6 +121,7 @@ def prompt_environment(**options: Any) -> jinja2.Environment:
         raise TemplateError("promptprism owns the environment's finalize hook (it marks values)")
     environment = jinja2.Environment(**{**ENVIRONMENT_OPTIONS, **options}, finalize=finalize)
     environment.code_generator_class = MarkingCodeGenerator
+    environment.concat = join_captured  # type: ignore[assignment]
     return environment
 
 
@@ -125,33 +142,41 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
     undeclared variables (lists to loop over, flags): their output is prose.
     ``stability`` is the template text's own stability.
     """
+    if not isinstance(values, (list, tuple)):
+        values = values.values() if isinstance(values, Mapping) else values
+    values = tuple(values)
     variables = _globals_of(compiled)
     if context:
         variables.update(context)
-    declared: dict[str, Value] = {}
     collides = False
-    for value in values if isinstance(values, (list, tuple)) or not isinstance(values, Mapping) else values.values():
-        declared[value.name] = value
+    for value in values:
         variables[value.name] = value.marked
         collides = collides or value.collides
     if collides:
         # The value's own text would be cut as if it were ours: render it unmarked,
         # keep the exact text, record no map.
-        for name, value in declared.items():
-            variables[name] = value.text
-        return unmapped(compiled.render(variables), names.UNMAPPED_SENTINEL_COLLISION, template=template,
-                        context=context, values=tuple(declared.values()))
-    prompt = split_marked(_render(compiled, variables), declared, template=template, template_stability=stability,
-                          context=context)
+        return unmapped(_render_unmarked(compiled, variables, values), names.UNMAPPED_SENTINEL_COLLISION,
+                        template=template, context=context, values=values)
+    prompt = split_rendered(_render(compiled, variables), variables, values, template=template,
+                            template_stability=stability, context=context)
     if prompt is not None:
         return prompt
     # A filter cut or rewrote captured output that held sentinels ({% set %} +
     # |truncate, say): stripping them would not give Jinja2's text. The app must
     # still get exactly that, so render once more with the values unmarked.
-    for name, value in declared.items():
-        variables[name] = value.text
-    return unmapped(compiled.render(variables), names.UNMAPPED_RENDER_ERROR, template=template, context=context,
-                    values=tuple(declared.values()))
+    return unmapped(_render_unmarked(compiled, variables, values), names.UNMAPPED_RENDER_ERROR, template=template,
+                    context=context, values=values)
+
+
+def _render_unmarked(compiled: jinja2.Template, variables: dict[str, Any], values: tuple[Value, ...]) -> str:
+    """The render with every value as its plain text and captures joined as Jinja2 joins them."""
+    for value in values:
+        variables[value.name] = value.text
+    token = captures_marked.set(False)
+    try:
+        return _render(compiled, variables)
+    finally:
+        captures_marked.reset(token)
 
 
 def _globals_of(compiled: jinja2.Template) -> dict[str, Any]:
@@ -175,7 +200,8 @@ def _globals_of(compiled: jinja2.Template) -> dict[str, Any]:
 def _render(compiled: jinja2.Template, variables: dict[str, Any]) -> str:
     """``compiled.render(variables)`` for ``variables`` that already hold the template's globals."""
     if compiled.environment.is_async:
-        return compiled.render(variables)
+        # Not render(): it joins with the environment's concat, which strips sentinels.
+        return "".join(compiled.generate(variables))
     try:
         return "".join(compiled.root_render_func(compiled.new_context(variables, shared=True)))
     except Exception:

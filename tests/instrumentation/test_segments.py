@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import jinja2
+import pytest
 
 from promptprism.instrumentation import names, segments
 from promptprism.instrumentation.segments import (
@@ -181,11 +182,31 @@ def test_malformed_sentinels_are_refused_not_guessed():
     assert segments.split_marked(f"{SENTINEL}a{SENTINEL}y{SENTINEL}", values, template=None) is None
 
 
-def test_filters_over_captured_marked_output_fall_back_to_exact_unmapped_text():
-    source = "{% set captured %}<{{ a }}>{% endset %}{{ captured|truncate(9, True, '') }}|{{ captured|replace('x', 'y') }}"
+def test_filters_over_captured_output_see_its_exact_text_and_yield_prose():
+    # A capture is a marked value: a filter works on its text without
+    # sentinels (so the result is Jinja2's), and the result is prose.
+    source = ("{% set captured %}<{{ a }}>{% endset %}{{ captured|truncate(5, True, '') }}|"
+              "{{ captured|replace('x', 'y') }}|{{ captured|length }}|{{ captured }}")
     values = [block("a", "xxxxxxxxxxxx", layer="one")]
-    prompt = render_string(source, values)
+    prompt = render_string(source, values, name="t")
     assert prompt.text == PLAIN.from_string(source).render(a="xxxxxxxxxxxx")
+    assert spans(prompt) == [("t", "template", "static", "<xxxx|<yyyyyyyyyyyy>|14|<"),
+                             ("a", "one", "turn", "xxxxxxxxxxxx"), ("t", "template", "static", ">")]
+
+
+def test_empty_capture_is_false_as_in_jinja2():
+    source = "{% set captured %}{{ a }}{% endset %}{% if captured %}shown{% else %}empty{% endif %}"
+    assert render_string(source, [block("a", "", layer="one")]).text == "empty"
+
+
+def test_sentinels_that_do_not_survive_a_filter_fall_back_to_exact_unmapped_text():
+    source = "{{ forged|truncate(15, True, '') }}"
+    values = [block("a", "xxxxxxxxxxxx", layer="one")]
+    # Only a value that reaches the output through a path promptprism does not
+    # see (here: its marked form passed as undeclared context) can do this.
+    context = {"forged": values[0].marked.wrapped}
+    prompt = render_string(source, values, context=context)
+    assert prompt.text == PLAIN.from_string(source).render(forged=values[0].marked.wrapped)
     assert prompt.unmapped_reason == names.UNMAPPED_RENDER_ERROR and prompt.blocks == ()
 
 
@@ -214,3 +235,59 @@ def test_lookup_rendered_finds_recent_prompts_and_forgets_beyond_the_bound():
 def test_stability_outside_the_vocabulary_is_stored_as_unknown():
     prompt = build_prompt([block("a", "x", layer="l", stability="forever")])
     assert prompt.blocks[0].stability == names.STABILITY_UNKNOWN
+
+
+@pytest.mark.parametrize("filtered", [
+    "{{ captured|upper }}", "{{ captured|lower }}", "{{ captured|title }}", "{{ captured|capitalize }}",
+    "{{ captured|trim }}", "{{ captured|indent(2, True) }}", "{{ captured|wordwrap(8) }}", "{{ captured|center(40) }}",
+])
+def test_string_filters_over_captured_output_never_leak_sentinel_remnants(filtered):
+    # A case or whitespace filter must not turn a sentinel into something the
+    # split no longer recognises (which would leave stray characters in the text).
+    source = "{% set captured %} Note: {{ a }} and {{ b }} {% endset %}" + filtered
+    values = [block("a", "mixed Case text", layer="one"), inline("b", "x y", stability="turn")]
+    prompt = render_string(source, values)
+    assert prompt.text == PLAIN.from_string(source).render(a="mixed Case text", b="x y")
+    assert SENTINEL not in prompt.text
+    if prompt.mapped:  # a filter that left keys and texts alone keeps the map
+        assert "".join(b.content for b in prompt.blocks) == prompt.text
+
+
+def test_captured_output_and_macros_keep_their_blocks_when_unfiltered():
+    source = ("{% macro section(title) %}## {{ title }}\n{{ caller() }}{% endmacro %}"
+              "{% set remembered %}{{ memory }}{% endset %}"
+              "{% call section('Memory') %}{{ remembered }}{% endcall %}\n{{ memory|default('none') }}")
+    prompt = render_string(source, [block("memory", "Likes tea.", layer="memory")], name="system")
+    assert prompt.text == PLAIN.from_string(source).render(memory="Likes tea.")
+    assert spans(prompt) == [
+        ("system", "template", "static", "## Memory\n"),
+        ("memory", "memory", "turn", "Likes tea."),
+        ("system", "template", "static", "\n"),
+        ("memory", "memory", "turn", "Likes tea."),
+    ]
+
+
+def test_inlined_marking_matches_the_finalize_hook():
+    # prompt_environment() compiles the hook's check into the template; an
+    # environment that calls the hook must produce the same text and blocks.
+    from promptprism.instrumentation.templates import render_segmented
+
+    source = ("{{ a }}|{{ a|upper }}|{{ a|length }}|{{ a if flag else '' }}|{% for v in [a, b] %}<{{ v }}>{% endfor %}"
+              "{{ b ~ '!' }}|{{ 42 }}|{{ none_value }}|{{ missing }}")
+    values = [block("a", "Été", layer="one", stability="session"), inline("b", "bee")]
+    context = {"flag": True, "none_value": None}
+    calling = jinja2.Environment(keep_trailing_newline=True, autoescape=False, finalize=segments.finalize)
+    inlined = render_string(source, values, context=context, name="t")
+    called = render_segmented(calling.from_string(source), values, context=context,
+                              template=segments.Template("t", names.ORIGIN_BUILTIN))
+    assert inlined.text == called.text == PLAIN.from_string(source).render(a="Été", b="bee", **context)
+    assert spans(inlined) == spans(called)
+    assert [b.name for b in inlined.blocks].count("a") == 3
+
+
+def test_block_offsets_are_utf8_bytes_when_only_some_pieces_are_ascii():
+    prompt = render_string("ascii {{ a }} 日本 {{ b }} end", [block("a", "plain", layer="x"), block("b", "🙂é", layer="y")])
+    encoded = prompt.text.encode("utf-8")
+    assert [(b.start, b.end) for b in prompt.blocks] == [(0, 6), (6, 11), (11, 19), (19, 25), (25, 29)]
+    assert all(encoded[b.start:b.end].decode("utf-8") == b.content for b in prompt.blocks)
+    assert prompt.byte_length == len(encoded)

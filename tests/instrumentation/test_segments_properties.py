@@ -151,3 +151,41 @@ def test_prose_stability_is_the_least_stable_of_template_and_inline_values(sourc
             # Never more stable than the template, never less stable than the least stable inline value.
             assert rank[current.stability] >= rank[names.STABILITY_STATIC]
             assert rank[current.stability] <= max([rank[s] for s in inline_stabilities], default=0)
+
+
+@st.composite
+def captured_templates(draw):
+    """Templates that capture output ({% set %} blocks, macros) and filter or test it."""
+    pieces = []
+    for number in range(draw(st.integers(1, 4))):
+        inner = draw(template_pieces())
+        name = f"captured_{number}"
+        if draw(st.booleans()):
+            pieces.append("{%% set %s %%}%s{%% endset %%}" % (name, inner))
+            use = name
+        else:
+            pieces.append("{%% macro %s() %%}%s{%% endmacro %%}" % (name, inner))
+            use = f"{name}()"
+        shown = draw(st.sampled_from(["{{ %s }}", "{{ %s|upper }}", "{{ %s|trim }}", "{{ %s|center(30) }}",
+                                      "{{ %s|length }}", "{{ %s|wordwrap(5) }}", "{{ %s|indent(2, True) }}",
+                                      "{% if %s %}<{{ %s }}>{% endif %}", "{{ %s|truncate(8, True, '') }}"]))
+        pieces.append(shown.replace("%s", use))
+        pieces.append(draw(literal_text))
+    return "".join(pieces)
+
+
+@settings(max_examples=200, deadline=None)
+@given(source=captured_templates(), values=declared_values())
+def test_captured_and_filtered_output_keeps_the_exact_text(source, values):
+    prompt = render_string(source, values, name="property")
+    assert prompt.text == PLAIN.from_string(source).render({value.name: value.text for value in values})
+    if prompt.mapped:
+        encoded = prompt.text.encode("utf-8")
+        position = 0
+        for current in prompt.blocks:
+            assert current.start == position < current.end
+            assert encoded[current.start:current.end] == current.content.encode("utf-8")
+            position = current.end
+        assert position == len(encoded)
+    else:
+        assert prompt.unmapped_reason in (names.UNMAPPED_SENTINEL_COLLISION, names.UNMAPPED_RENDER_ERROR)
