@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from operator import itemgetter
 from typing import Iterable
 
 from ..instrumentation import names
@@ -20,7 +21,9 @@ from .records import Block, DecodedSpan, RequestRecord, SpanEvent, ToolDefinitio
 from .system_prompt import legacy_messages, system_prompt_text
 
 SHA256_HEX_LENGTH = 64
-_HEX_DIGITS = frozenset("0123456789abcdef")
+# `text.strip(_HEX_DIGITS)` is empty exactly when every character is a
+# lowercase hex digit: one C call instead of a set test per character.
+_HEX_DIGITS = "0123456789abcdef"
 REPLACEMENT_CHARACTER = "\ufffd"  # what a lenient decoder leaves of a split character
 
 # The block that stands for a whole system prompt seen without a map.
@@ -162,8 +165,8 @@ def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: i
         if block is None:
             return [], names.UNMAPPED_BAD_ATTRIBUTES
         parsed.append(block)
-    parsed.sort(key=lambda pair: pair[0].index)
-    blocks = [block for block, _ in parsed]
+    parsed.sort(key=_first)  # stable: equal indexes keep their order and fail below
+    blocks = [block for _, block, _ in parsed]
     position = 0
     for expected_index, block in enumerate(blocks):
         if block.index != expected_index:
@@ -182,11 +185,11 @@ def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: i
     return ([], reason) if reason else (blocks, "")
 
 
-def _check_content(blocks: list[tuple[Block, bool]], attributes: dict) -> str:
+def _check_content(blocks: list[tuple[int, Block, bool]], attributes: dict) -> str:
     """Hash and UTF-8 checks of captured content; redacted content is skipped."""
     whole = hashlib.sha256()
     complete = True
-    for block, redacted in blocks:
+    for _, block, redacted in blocks:
         content = block.content
         if content is None or redacted:
             complete = False
@@ -213,26 +216,34 @@ _NAME, _LAYER, _SOURCE, _SHA256 = names.BLOCK_NAME, names.BLOCK_LAYER, names.BLO
 _STABILITY, _CONTENT, _REDACTED = names.BLOCK_STABILITY, names.BLOCK_CONTENT, names.BLOCK_REDACTED
 
 
-def _block(attributes: dict) -> tuple[Block, bool] | None:
-    """A block event's fields, and whether its content was redacted."""
-    get = attributes.get
-    index, start, end, size = get(_INDEX), get(_START), get(_END), get(_SIZE)
+_first = itemgetter(0)
+# The keys every valid block event has, read in one C call; a missing one
+# (KeyError) makes the event invalid, as a None from .get() would.
+_REQUIRED = itemgetter(_INDEX, _START, _END, _SIZE, _NAME, _LAYER, _SOURCE, _SHA256)
+
+
+def _block(attributes: dict) -> tuple[int, Block, bool] | None:
+    """A block event's index, fields, and whether its content was redacted."""
+    try:
+        index, start, end, size, name, layer, source, sha256 = _REQUIRED(attributes)
+    except KeyError:
+        return None
     if type(index) is not int or type(start) is not int or type(end) is not int or type(size) is not int:
         return None
-    name, layer, source, sha256 = get(_NAME), get(_LAYER), get(_SOURCE), get(_SHA256)
+    get = attributes.get
     content = get(_CONTENT)
     if not (type(name) is str and type(layer) is str and type(source) is str and type(sha256) is str):
         return None
     if content is not None and type(content) is not str:
         return None
-    if len(sha256) != SHA256_HEX_LENGTH or not _HEX_DIGITS.issuperset(sha256):
+    if len(sha256) != SHA256_HEX_LENGTH or sha256.strip(_HEX_DIGITS):
         sha256 = sha256.lower()
-        if len(sha256) != SHA256_HEX_LENGTH or not _HEX_DIGITS.issuperset(sha256):
+        if len(sha256) != SHA256_HEX_LENGTH or sha256.strip(_HEX_DIGITS):
             return None
     stability = get(_STABILITY)
     if stability not in _STABILITIES:
         stability = names.STABILITY_UNKNOWN
-    return Block(index, name, layer, stability, source, start, end, size, sha256, content), get(_REDACTED) is True
+    return index, Block(index, name, layer, stability, source, start, end, size, sha256, content), get(_REDACTED) is True
 
 
 def _tool(index: int, attributes: dict) -> ToolDefinition:

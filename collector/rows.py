@@ -9,25 +9,28 @@ module lays them out as the columns of ``requests``, ``blocks``, ``tools``,
 ``otel_traces`` follows the OpenTelemetry Collector ClickHouse exporter
 column for column, and stringifies attribute values the way it does
 (pdata ``Value.AsString``), so tools that read that exporter's tables read
-ours unchanged.
+ours unchanged. One difference: block and tool text that ``contents``
+already holds (``promptprism.block.content`` / ``promptprism.tool.content``)
+is left out of ``Events.Attributes``; the event keeps its ``sha256``, the
+key into ``contents``. Text is stored once per distinct hash and day, not
+once per request.
 """
 
 from __future__ import annotations
 
-import base64
-import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Callable, Collection, Iterable
 
 import pyarrow as pa
 
+from ..instrumentation import names
+from .columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
+from .otel_strings import otel_attribute_string
 from .records import DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
 TIMESTAMP = pa.timestamp("ns", tz="UTC")
-STRING_MAP = pa.map_(pa.string(), pa.string())
 
 # Tables in the order the sink inserts them: text first, so a request row
 # never points at content that is not there yet.
@@ -126,23 +129,23 @@ def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
 # --- blocks, tools, contents ------------------------------------------------
 
 def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in (
-        "started_at", "trace_id", "request_id", "service", "model", "process_kind", "conversation_id",
-        "index", "name", "layer", "stability", "source", "start", "end", "size", "sha256")}
-    for record in records:
-        for block in record.blocks:
-            for name, value in (
-                ("started_at", int(record.started_at_ns)), ("trace_id", record.trace_id),
-                ("request_id", record.request_id), ("service", record.service), ("model", record.model),
-                ("process_kind", record.process_kind), ("conversation_id", record.conversation_id),
-                ("index", _unsigned(block.index)), ("name", block.name), ("layer", block.layer),
-                ("stability", block.stability), ("source", block.source), ("start", _unsigned(block.start)),
-                ("end", _unsigned(block.end)), ("size", _unsigned(block.size)), ("sha256", block.sha256),
-            ):
-                columns[name].append(value)
-    types = {"started_at": TIMESTAMP, "index": pa.uint32(), "start": pa.uint64(), "end": pa.uint64(),
-             "size": pa.uint64()}
-    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+    # Column by column from flat lists: tens of thousands of blocks per
+    # export, so no per-row tuple or dict (see columns.py).
+    records = [record for record in records if record.blocks]
+    counts = [len(record.blocks) for record in records]
+    blocks = [block for record in records for block in record.blocks]
+    per_request = {
+        "started_at": pa.array(repeat([int(r.started_at_ns) for r in records], counts), TIMESTAMP),
+        **{name: pa.array(repeat(pluck(records, name), counts), pa.string())
+           for name in ("trace_id", "request_id", "service", "model", "process_kind", "conversation_id")},
+    }
+    return pa.table({
+        **per_request,
+        "index": unsigned_array(pluck(blocks, "index"), pa.uint32()),
+        **{name: pa.array(pluck(blocks, name), pa.string()) for name in ("name", "layer", "stability", "source")},
+        **{name: unsigned_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
+        "sha256": pa.array(pluck(blocks, "sha256"), pa.string()),
+    })
 
 
 def tools_table(records: Iterable[RequestRecord]) -> pa.Table:
@@ -194,121 +197,91 @@ def contents_table(
 
 # --- otel_traces: the OpenTelemetry Collector ClickHouse exporter's layout ---
 
-_GO_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
-                    "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _go_json_string(text: str) -> str:
-    # Go's encoding/json: HTML-safe escapes, other control characters as \u00XX.
-    out = []
-    for char in text:
-        escaped = _GO_JSON_ESCAPES.get(char)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(char) < 0x20:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
-
-
-def _go_float(value: float) -> str:
-    """A float64 as Go's JSON encoder (and pdata AsString) writes it: ES6 style."""
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, digits, exponent = Decimal(repr(value)).as_tuple()
-    digits_text = "".join(map(str, digits)).rstrip("0") or "0"
-    magnitude = abs(value)
-    prefix = "-" if sign else ""
-    if magnitude < 1e-6 or magnitude >= 1e21:
-        power = exponent + len(digits) - 1  # exponent of the first digit
-        mantissa = digits_text[0] + ("." + digits_text[1:] if len(digits_text) > 1 else "")
-        return f"{prefix}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}".replace("e-0", "e-")
-    return prefix + format(abs(Decimal(repr(value))).normalize(), "f")
-
-
-def _go_json(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise ValueError("unsupported value")  # Go's json.Marshal fails the same way
-        return _go_float(value)
-    if isinstance(value, (bytes, bytearray)):
-        return _go_json_string(base64.b64encode(bytes(value)).decode("ascii"))
-    if isinstance(value, dict):
-        items = sorted((str(key), item) for key, item in value.items())
-        return "{" + ",".join(f"{_go_json_string(key)}:{_go_json(item)}" for key, item in items) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_go_json(item) for item in value) + "]"
-    return _go_json_string(str(value))
-
-
-def otel_attribute_string(value: Any) -> str:
-    """One attribute value as the ClickHouse exporter stores it (pdata ``AsString``)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return f"json: unsupported value: {'NaN' if math.isnan(value) else ('+Inf' if value > 0 else '-Inf')}"
-        return _go_float(value)
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    try:
-        return _go_json(value)
-    except ValueError:
-        return ""  # AsString ignores json.Marshal's error and returns the empty result
-
-
 def _attribute_map(attributes: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(key), otel_attribute_string(value)) for key, value in attributes.items()]
 
 
-def otel_traces_table(spans: Iterable[DecodedSpan]) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in (
-        "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
-        "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
-        "StatusCode", "StatusMessage", "Events.Timestamp", "Events.Name", "Events.Attributes",
-        "Links.TraceId", "Links.SpanId", "Links.TraceState", "Links.Attributes")}
+SpanKey = tuple[str, str]  # (trace_id, span_id)
+
+
+def stored_content_spans(records: Iterable[RequestRecord]) -> tuple[set[SpanKey], set[SpanKey]]:
+    """Spans whose block text, and spans whose tool text, ``contents`` holds.
+
+    A mapped record keeps every block event's content (all were validated
+    into its blocks); any request record keeps its tools' content. An
+    unmapped map's block text is nowhere else, so its events keep it.
+    """
+    records = list(records)
+    return ({(r.trace_id, r.request_id) for r in records if r.mapped},
+            {(r.trace_id, r.request_id) for r in records if r.tools})
+
+
+def _tool_content_stored(attributes: dict) -> bool:
+    # The condition under which reassemble's ToolDefinition and contents_table keep the text.
+    sha256 = attributes.get(names.TOOL_SHA256)
+    return isinstance(attributes[names.TOOL_CONTENT], str) and isinstance(sha256, str) and sha256 != ""
+
+
+def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRecord] = ()) -> pa.Table:
+    """One row per span. Block and tool text that ``records`` store in
+    ``contents`` is left out of ``Events.Attributes`` — the event keeps its
+    ``sha256``, which points there — so a request's prompt is not stored
+    twice (the exporter itself would copy every attribute)."""
+    spans = list(spans)
+    block_text_stored, tool_text_stored = stored_content_spans(records)
+    resource, span_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
+    event_attributes, link_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
+    event_times: list[int] = []
+    event_names: list[str] = []
+    event_offsets, link_offsets = [0], [0]
+    links = []
     for span in spans:
-        for name, value in (
-            ("Timestamp", int(span.start_time_ns)), ("TraceId", span.trace_id), ("SpanId", span.span_id),
-            ("ParentSpanId", span.parent_span_id), ("TraceState", span.trace_state), ("SpanName", span.name),
-            ("SpanKind", span.kind), ("ServiceName", span.service),
-            ("ResourceAttributes", _attribute_map(span.resource_attributes)),
-            ("ScopeName", span.scope_name), ("ScopeVersion", span.scope_version),
-            ("SpanAttributes", _attribute_map(span.attributes)),
-            # The exporter subtracts unsigned nanoseconds; a span ending before
-            # it starts is stored as 0 instead of wrapping around.
-            ("Duration", _unsigned(span.end_time_ns - span.start_time_ns)),
-            ("StatusCode", span.status_code), ("StatusMessage", span.status_message),
-            ("Events.Timestamp", [int(event.time_ns) for event in span.events]),
-            ("Events.Name", [event.name for event in span.events]),
-            ("Events.Attributes", [_attribute_map(event.attributes) for event in span.events]),
-            ("Links.TraceId", [link.trace_id for link in span.links]),
-            ("Links.SpanId", [link.span_id for link in span.links]),
-            ("Links.TraceState", [link.trace_state for link in span.links]),
-            ("Links.Attributes", [_attribute_map(link.attributes) for link in span.links]),
-        ):
-            columns[name].append(value)
-    types = {
-        "Timestamp": TIMESTAMP, "ResourceAttributes": STRING_MAP, "SpanAttributes": STRING_MAP,
-        "Duration": pa.uint64(), "Events.Timestamp": pa.list_(TIMESTAMP), "Events.Name": pa.list_(pa.string()),
-        "Events.Attributes": pa.list_(STRING_MAP), "Links.TraceId": pa.list_(pa.string()),
-        "Links.SpanId": pa.list_(pa.string()), "Links.TraceState": pa.list_(pa.string()),
-        "Links.Attributes": pa.list_(STRING_MAP),
-    }
-    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+        resource.add_shared(span.resource_attributes)  # one dict per resource, shared by its spans
+        span_attributes.add(span.attributes)
+        key = (span.trace_id, span.span_id)
+        drop_blocks, drop_tools = key in block_text_stored, key in tool_text_stored
+        for event in span.events:
+            event_times.append(event.time_ns)
+            event_names.append(event.name)
+            attributes = event.attributes
+            if drop_blocks and _BLOCK_CONTENT in attributes and event.name == _EVENT_PROMPT_BLOCK:
+                event_attributes.add_without(attributes, _BLOCK_CONTENT)
+            elif (drop_tools and _TOOL_CONTENT in attributes and event.name == _EVENT_TOOL_DEFINITION
+                  and _tool_content_stored(attributes)):
+                event_attributes.add_without(attributes, _TOOL_CONTENT)
+            else:
+                event_attributes.add(attributes)
+        event_offsets.append(len(event_times))
+        for link in span.links:
+            links.append(link)
+            link_attributes.add(link.attributes)
+        link_offsets.append(len(links))
+    return pa.table({
+        "Timestamp": pa.array([int(span.start_time_ns) for span in spans], TIMESTAMP),
+        **{column: pa.array(pluck(spans, field), pa.string()) for column, field in (
+            ("TraceId", "trace_id"), ("SpanId", "span_id"), ("ParentSpanId", "parent_span_id"),
+            ("TraceState", "trace_state"), ("SpanName", "name"), ("SpanKind", "kind"), ("ServiceName", "service"))},
+        "ResourceAttributes": resource.array(),
+        "ScopeName": pa.array(pluck(spans, "scope_name"), pa.string()),
+        "ScopeVersion": pa.array(pluck(spans, "scope_version"), pa.string()),
+        "SpanAttributes": span_attributes.array(),
+        # The exporter subtracts unsigned nanoseconds; a span ending before
+        # it starts is stored as 0 instead of wrapping around.
+        "Duration": pa.array([_unsigned(span.end_time_ns - span.start_time_ns) for span in spans], pa.uint64()),
+        "StatusCode": pa.array(pluck(spans, "status_code"), pa.string()),
+        "StatusMessage": pa.array(pluck(spans, "status_message"), pa.string()),
+        "Events.Timestamp": list_array(event_offsets, pa.array(event_times, TIMESTAMP)),
+        "Events.Name": list_array(event_offsets, pa.array(event_names, pa.string())),
+        "Events.Attributes": list_array(event_offsets, event_attributes.array()),
+        "Links.TraceId": list_array(link_offsets, pa.array(pluck(links, "trace_id"), pa.string())),
+        "Links.SpanId": list_array(link_offsets, pa.array(pluck(links, "span_id"), pa.string())),
+        "Links.TraceState": list_array(link_offsets, pa.array(pluck(links, "trace_state"), pa.string())),
+        "Links.Attributes": list_array(link_offsets, link_attributes.array()),
+    })
+
+
+_EVENT_PROMPT_BLOCK, _BLOCK_CONTENT = names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT
+_EVENT_TOOL_DEFINITION, _TOOL_CONTENT = names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT
 
 
 # --- logs: GenAI content events, and otel_logs for the rest -------------------
@@ -398,7 +371,7 @@ def build_tables(
         "blocks": blocks_table(records),
         "tools": tools_table(records),
         "requests": requests_table(records),
-        "otel_traces": otel_traces_table(spans),
+        "otel_traces": otel_traces_table(spans, records),
     }
     # Only a logs export has these; a traces batch (and its spool file) stays as it was.
     if genai_events:

@@ -7,7 +7,8 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from promptprism.collector.records import Block, RequestRecord
+from promptprism.collector.reassemble import reassemble
+from promptprism.collector.records import Block, RequestRecord, SpanEvent
 from promptprism.collector.rows import (
     TABLES,
     blocks_table,
@@ -20,6 +21,9 @@ from promptprism.collector.rows import (
     tools_table,
 )
 
+from promptprism.instrumentation import names
+
+from .prompt_spans import block_events, decoded_span, prompt_attributes
 from .write_path_samples import BASE_NS, SYSTEM_PARTS, make_request, sha
 
 
@@ -152,3 +156,51 @@ def test_records_without_blocks_still_give_a_request_row():
     tables = build_tables([], [record])
     assert tables.tables["requests"].num_rows == 1
     assert tables.tables["contents"].num_rows == 0  # no hash, no content row
+
+
+def _prompt_span_with_tool(*, bad_hash: bool = False):
+    parts = [("identity", "identity", "static", "Tu es Émile. "), ("memory", "memory", "session", "aime le thé 🍵")]
+    prompt, events = block_events(parts)
+    if bad_hash:
+        events[1][names.BLOCK_SHA256] = "0" * 64
+    span = decoded_span(prompt_attributes(prompt, len(events)), events)
+    tool = '{"name":"lookup","parameters":{}}'
+    span.events.append(SpanEvent(5, names.EVENT_TOOL_DEFINITION, {
+        names.TOOL_NAME: "lookup", names.TOOL_SIZE: len(tool), names.TOOL_SHA256: sha(tool),
+        names.TOOL_CONTENT: tool}))
+    return span, [text for *_, text in parts], tool
+
+
+def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
+    span, texts, tool = _prompt_span_with_tool()
+    records, _ = reassemble([span])
+    assert records[0].mapped
+    tables = build_tables([span], records)
+    stored = tables.tables["contents"].column("content").to_pylist()
+    assert sorted(stored) == sorted([*texts, tool])  # each text once
+    events = tables.tables["otel_traces"].column("Events.Attributes").to_pylist()[0]
+    flat = [(key, value) for attributes in events for key, value in attributes]
+    assert not {"promptprism.block.content", "promptprism.tool.content"} & {key for key, _ in flat}
+    assert not set(texts + [tool]) & {value for _, value in flat}
+    # the event still points at its text in `contents`
+    shas = [value for key, value in flat if key in ("promptprism.block.sha256", "promptprism.tool.sha256")]
+    assert shas == tables.tables["contents"].column("sha256").to_pylist()
+    assert [key for key, _ in events[0]][:2] == ["promptprism.block.index", "promptprism.block.name"]
+
+
+def test_unmapped_block_text_stays_in_otel_traces_where_it_is_the_only_copy():
+    span, texts, tool = _prompt_span_with_tool(bad_hash=True)
+    records, _ = reassemble([span])
+    assert not records[0].mapped  # hash mismatch: the blocks are not stored
+    tables = build_tables([span], records)
+    events = tables.tables["otel_traces"].column("Events.Attributes").to_pylist()[0]
+    contents = [dict(attributes).get("promptprism.block.content") for attributes in events[:2]]
+    assert contents == texts
+    assert "promptprism.tool.content" not in dict(events[2])  # the tool text is in `contents`
+    assert tables.tables["contents"].column("content").to_pylist() == [tool]
+
+
+def test_otel_traces_without_records_keeps_every_attribute():
+    span, texts, _ = _prompt_span_with_tool()
+    events = otel_traces_table([span]).column("Events.Attributes").to_pylist()[0]
+    assert [dict(attributes)["promptprism.block.content"] for attributes in events[:2]] == texts

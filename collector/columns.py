@@ -1,0 +1,115 @@
+"""Flat Python lists → Arrow columns, built once per column. Pure, no I/O.
+
+``rows`` lays out tens of thousands of block rows and event attribute maps
+per export; building them as one dict or tuple per row and letting pyarrow
+infer the nesting cost more than decoding the export (NOTES.md: the Python
+walk is the bottleneck). These helpers take what ``rows`` collects in flat
+lists — values, and offsets where rows nest — and make each Arrow array in
+one call.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any, Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+STRING_MAP = pa.map_(pa.string(), pa.string())
+# Offsets of list and map arrays: Arrow's default (non-"large") layouts use
+# 32-bit offsets, which is what pa.list_ / pa.map_ columns carry.
+OFFSET_TYPE = pa.int32()
+
+
+def unsigned_array(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """An unsigned column from Python numbers; a negative, missing or
+    fractional value is stored as ``max(0, int(value or 0))``, as the row
+    builders always did (runtime is lenient), without a Python call per
+    value when every value is already a non-negative int."""
+    try:
+        signed = pa.array(values, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        signed = None
+    if signed is not None and not signed.null_count and (not len(signed) or pc.min(signed).as_py() >= 0):
+        return signed.cast(kind)
+    return pa.array([max(0, int(value or 0)) for value in values], kind)
+
+
+def strings(values: list, stringify: Callable[[Any], str]) -> pa.Array:
+    """A string column; values that are not ``str`` go through ``stringify``.
+
+    Every value is checked: pyarrow would take ``bytes`` as text and ``None``
+    as null, where the exporter's convention wants base64 and "".
+    ``int`` (not ``bool``) is written in decimal by every convention here,
+    so it skips the call: block events carry four ints each.
+    """
+    return pa.array([value if (kind := value.__class__) is str else str(value) if kind is int else stringify(value)
+                     for value in values], pa.string())
+
+
+class MapColumn:
+    """A ``Map(String, String)`` column collected row by row as flat lists.
+
+    ``add`` appends one dict (typed values; stringified once at the end),
+    ``add_shared`` one that many rows share (a resource's attributes):
+    its strings are made once and reused.
+    """
+
+    __slots__ = ("keys", "values", "offsets", "_shared", "_stringify")
+
+    def __init__(self, stringify: Callable[[Any], str]):
+        self.keys: list = []
+        self.values: list = []
+        self.offsets: list[int] = [0]
+        self._shared: dict[int, tuple[object, list, list]] = {}
+        self._stringify = stringify
+
+    def add(self, mapping: dict) -> None:
+        self.keys.extend(mapping)
+        self.values.extend(mapping.values())
+        self.offsets.append(len(self.keys))
+
+    def add_without(self, mapping: dict, left_out: str) -> None:
+        """``add`` without the entry ``left_out``."""
+        for key, value in mapping.items():
+            if key != left_out:
+                self.keys.append(key)
+                self.values.append(value)
+        self.offsets.append(len(self.keys))
+
+    def add_shared(self, mapping: dict) -> None:
+        cached = self._shared.get(id(mapping))
+        if cached is None or cached[0] is not mapping:
+            cached = (mapping, list(mapping), [self._string(value) for value in mapping.values()])
+            self._shared[id(mapping)] = cached  # holds the dict, so its id is not reused meanwhile
+        self.keys.extend(cached[1])
+        self.values.extend(cached[2])
+        self.offsets.append(len(self.keys))
+
+    def _string(self, value: Any) -> str:
+        return value if value.__class__ is str else self._stringify(value)
+
+    def array(self) -> pa.MapArray:
+        keys = strings(self.keys, str)
+        values = strings(self.values, self._stringify)
+        return pa.MapArray.from_arrays(pa.array(self.offsets, OFFSET_TYPE), keys, values)
+
+
+def list_array(offsets: list[int], items: pa.Array) -> pa.ListArray:
+    """Rows of ``items``: row ``n`` holds ``items[offsets[n]:offsets[n + 1]]``."""
+    return pa.ListArray.from_arrays(pa.array(offsets, OFFSET_TYPE), items)
+
+
+def pluck(items: Iterable[Any], name: str) -> list:
+    """One attribute of every item (``attrgetter`` in C: no Python call per item)."""
+    return list(map(attrgetter(name), items))
+
+
+def repeat(values: Iterable[Any], counts: Iterable[int]) -> list:
+    """Each value ``count`` times: a per-request column spread over its blocks."""
+    out: list = []
+    for value, count in zip(values, counts):
+        if count:
+            out.extend([value] * count)
+    return out

@@ -1,0 +1,50 @@
+"""columns: flat lists → Arrow arrays, the same values as row-wise pyarrow inference."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from promptprism.collector.columns import (
+    STRING_MAP,
+    MapColumn,
+    list_array,
+    pluck,
+    repeat,
+    strings,
+    unsigned_array,
+)
+from promptprism.collector.rows import otel_attribute_string
+
+
+def test_unsigned_array_fast_path_and_lenient_fallback():
+    assert unsigned_array([0, 5, 2**40], pa.uint64()).to_pylist() == [0, 5, 2**40]
+    assert unsigned_array([], pa.uint32()).type == pa.uint32()
+    # negative, missing or fractional values: max(0, int(value or 0)), as rows always stored them
+    assert unsigned_array([-3, None, 2.7, 4], pa.uint64()).to_pylist() == [0, 0, 2, 4]
+    assert unsigned_array([2**64 - 1], pa.uint64()).to_pylist() == [2**64 - 1]
+
+
+def test_strings_stringifies_everything_but_str():
+    column = strings(["a", 7, True, None, b"\x00", 0.5], otel_attribute_string)
+    assert column.to_pylist() == ["a", "7", "true", "", "AA==", "0.5"]
+
+
+def test_map_column_equals_row_wise_construction():
+    shared = {"service.name": "app", "cores": 2}
+    column = MapColumn(otel_attribute_string)
+    column.add({"a": 1, "b": "x"})
+    column.add_shared(shared)
+    column.add({})
+    column.add_without({"keep": "k", "drop": "d"}, "drop")
+    column.add_shared(shared)
+    expected = pa.array([[("a", "1"), ("b", "x")], [("service.name", "app"), ("cores", "2")], [],
+                         [("keep", "k")], [("service.name", "app"), ("cores", "2")]], STRING_MAP)
+    assert column.array().equals(expected)
+
+
+def test_list_array_and_helpers():
+    items = pa.array(["a", "b", "c"])
+    assert list_array([0, 2, 2, 3], items).to_pylist() == [["a", "b"], [], ["c"]]
+    assert list_array([0, 2, 2, 3], items).type == pa.list_(pa.string())
+    assert repeat(["x", "y", "z"], [2, 0, 1]) == ["x", "x", "z"]
+    assert pluck([pa.array([1]), pa.array([1, 2])], "null_count") == [0, 0]
