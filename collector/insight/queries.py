@@ -15,8 +15,13 @@ So a panel, an API answer and a CLI line are the same SQL by construction;
 ``grafana.py`` builds the dashboard JSON from these objects and a test
 checks the committed JSON against it.
 
-Tables are ReplacingMergeTree (a re-sent batch collapses on merge), so every
-read uses ``FINAL``. Token counts are estimates at ``BYTES_PER_TOKEN``.
+Queries read the views ``prompt_requests`` and ``prompt_blocks`` (migration
+004), not the ``requests`` and ``blocks`` tables: the views apply ``FINAL``
+(the tables are ReplacingMergeTree; a re-sent batch collapses on merge) and
+fill in the system prompt of a request whose content arrived as OTLP log
+events, as the one unmapped block the API serves for it. So no query needs
+to know which way a prompt travelled. Token counts are estimates at
+``BYTES_PER_TOKEN``.
 """
 
 from __future__ import annotations
@@ -138,20 +143,20 @@ _PROMPT_PARTS = """
     SELECT started_at, request_id, service, model, process_kind,
            toString(name) AS name, toString(layer) AS layer, toString(stability) AS stability,
            size
-    FROM {{db}}.blocks FINAL
+    FROM {{db}}.prompt_blocks
     WHERE {{window}} AND {{filters}}
-      AND request_id IN (SELECT request_id FROM {{db}}.requests FINAL WHERE mapped AND {{window}})
+      AND request_id IN (SELECT request_id FROM {{db}}.prompt_requests WHERE mapped AND {{window}})
     UNION ALL
     SELECT started_at, request_id, service, model, process_kind,
            '(unmapped)', '(unmapped)', '(unmapped)', prompt_bytes
-    FROM {{db}}.requests FINAL
+    FROM {{db}}.prompt_requests
     WHERE {{window}} AND {{filters}} AND NOT mapped AND prompt_bytes > 0
 """
 
 # Requests that carry a system prompt: the denominator of "bytes per request".
 _PROMPT_REQUESTS = """
     SELECT started_at, request_id
-    FROM {{db}}.requests FINAL
+    FROM {{db}}.prompt_requests
     WHERE {{window}} AND {{filters}} AND (mapped OR prompt_bytes > 0)
 """
 
@@ -283,7 +288,7 @@ _CACHE_ANALYSIS = f"""
             SELECT
                 request_id,
                 arraySort(groupArray((`index`, toString(name), toString(stability), sha256, size))) AS parts
-            FROM {{{{db}}}}.blocks FINAL
+            FROM {{{{db}}}}.prompt_blocks
             WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
             GROUP BY request_id
         ),
@@ -297,7 +302,7 @@ _CACHE_ANALYSIS = f"""
                 arrayMap(part -> part.3, b.parts) AS stabilities,
                 arrayMap(part -> part.4, b.parts) AS hashes,
                 arrayMap(part -> part.5, b.parts) AS sizes
-            FROM {{{{db}}}}.requests AS r FINAL
+            FROM {{{{db}}}}.prompt_requests AS r
             INNER JOIN block_arrays AS b ON b.request_id = r.request_id
             WHERE r.mapped
               AND r.started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND r.started_at <= {{{{to}}}}
@@ -485,7 +490,7 @@ _HEADROOM_ROWS = """
     SELECT started_at, request_id, trace_id, service, model, process_kind,
            context_window, tokens_estimate, headroom_tokens,
            round(100 * tokens_estimate / context_window, 2) AS used_pct
-    FROM {{db}}.requests FINAL
+    FROM {{db}}.prompt_requests
     WHERE {{time_filter:started_at}} AND {{filters}} AND context_window > 0
 """
 
@@ -539,7 +544,7 @@ SELECT
     prompt_bytes, intDiv(prompt_bytes, {BYTES_PER_TOKEN}) AS prompt_tokens_estimate, block_count,
     mapped, unmapped_reason, input_tokens, output_tokens, cache_read_tokens, headroom_tokens,
     round(duration_ns / 1e6, 1) AS duration_ms
-FROM {{{{db}}}}.requests FINAL
+FROM {{{{db}}}}.prompt_requests
 WHERE {{{{time_filter:started_at}}}} AND {{{{filters}}}}
 ORDER BY time DESC
 LIMIT {{{{limit}}}}

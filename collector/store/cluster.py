@@ -11,7 +11,10 @@ schema cannot drift from the single-server one:
   original name, so every query (API, CLI, Grafana) runs unchanged;
 * ``ALTER TABLE db.X`` applies to ``db.X_local ON CLUSTER`` (and, for
   columns, to the Distributed table too);
-* a materialized view reads and writes the local tables of its shard.
+* a materialized view reads and writes the local tables of its shard;
+* a plain ``CREATE VIEW`` is created ``ON CLUSTER`` unchanged: it reads the
+  Distributed tables under their original names, so it sees every shard,
+  and ``FINAL`` in it runs on each shard, where a request's copies live.
 
 Rows are sharded by trace id (``requests``, ``blocks``, ``tools``,
 ``otel_traces``, ``genai_events``, ``otel_logs``): a request, its blocks and its spans live on one shard, so
@@ -72,6 +75,7 @@ _ENGINE = re.compile(r"ENGINE\s*=\s*(\w+)(?:\(([^()]*)\))?")
 _CREATE_VIEW = re.compile(
     rf"^CREATE MATERIALIZED VIEW IF NOT EXISTS ({_IDENTIFIER})\.({_IDENTIFIER})\s+TO\s+({_IDENTIFIER})\.({_IDENTIFIER})\s",
     re.S)
+_CREATE_PLAIN_VIEW = re.compile(rf"^CREATE VIEW IF NOT EXISTS ({_IDENTIFIER})\.({_IDENTIFIER})\s+AS\s", re.S)
 _ALTER = re.compile(rf"^ALTER TABLE ({_IDENTIFIER})\.({_IDENTIFIER})\s+(.*)$", re.S)
 
 
@@ -130,6 +134,10 @@ def translate(statement: str, cluster: str) -> list[str]:
                        lambda m: f"FROM {database}.{m.group(1)}{LOCAL_SUFFIX}", query)
         return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{name} {on_cluster} "
                 f"TO {target_database}.{target}{LOCAL_SUFFIX} {query}"]
+    plain_view = _CREATE_PLAIN_VIEW.match(text)
+    if plain_view:
+        database, name = plain_view.groups()
+        return [f"CREATE VIEW IF NOT EXISTS {database}.{name} {on_cluster} AS {text[plain_view.end():]}"]
     alter = _ALTER.match(text)
     if alter:
         database, table, action = alter.groups()

@@ -71,26 +71,51 @@ def test_alters_and_views_use_local_tables():
             assert twin in statements
 
 
+def _runnable_in_chdb(statement: str, database: str) -> str:
+    """A cluster statement as chdb can run it: no ON CLUSTER, replication taken
+    out, and a Merge table over the local table in place of the Distributed one
+    (the same read path for one shard: the original name over ``X_local``)."""
+    plain = statement.replace(f" ON CLUSTER {CLUSTER}", "")
+    plain = re.sub(r"Replicated(\w*MergeTree)\('[^']*', '[^']*'(, )?", r"\1(", plain)
+    return re.sub(rf"ENGINE = Distributed\({CLUSTER}, {database}, (\w+), .*\)$",
+                  lambda match: f"ENGINE = Merge({database}, '^{match.group(1)}$')", plain)
+
+
 def test_local_tables_run_in_chdb_without_replication(store):
-    """The non-replicated part of the cluster DDL: local tables, their ALTERs and the view."""
+    """The cluster DDL with replication taken out: local tables, their ALTERs, the
+    views over the original names; and the views answer through those names."""
     database = store.database + "_cluster"
     store.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
     try:
         for statement in _all(database):
-            if " ENGINE = Distributed(" in statement or statement.startswith("CREATE DATABASE"):
+            if statement.startswith("CREATE DATABASE"):
                 continue
-            if statement.startswith("ALTER TABLE") and "_local" not in statement.split(" ON CLUSTER")[0]:
-                continue  # the Distributed twin of an ALTER
-            plain = statement.replace(f" ON CLUSTER {CLUSTER}", "")
-            plain = re.sub(r"Replicated(\w*MergeTree)\('[^']*', '[^']*'(, )?", r"\1(", plain)
-            store.execute(plain)
+            store.execute(_runnable_in_chdb(statement, database))
         tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {database}")}
         for table in _single_server_tables("promptprism"):
             assert f"{table}_local" in tables
         columns = {row["name"] for row in store.query(f"DESCRIBE TABLE {database}.requests_local")}
         assert "received_at" in columns
+        # An event-only system prompt written to the local tables, read through the views.
+        store.execute(f"INSERT INTO {database}.requests_local (started_at, trace_id, request_id, mapped) "
+                      f"VALUES (now64(9), '{'ab' * 16}', '{'cd' * 8}', false)")
+        store.execute(f"INSERT INTO {database}.genai_events_local (timestamp, trace_id, span_id, event_name, body) "
+                      f"VALUES (now64(9), '{'ab' * 16}', '{'cd' * 8}', 'gen_ai.system.message', "
+                      "'{\"content\": \"Be brief.\"}')")
+        rows = store.query(f"SELECT prompt_bytes, block_count FROM {database}.prompt_requests")
+        assert rows == [{"prompt_bytes": len("Be brief."), "block_count": 1}]
+        assert store.query(f"SELECT name, size FROM {database}.prompt_blocks") == [{"name": "system", "size": 9}]
     finally:
         store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+def test_plain_views_are_created_on_cluster_over_the_distributed_tables():
+    views = [statement for statement in _all("promptprism") if statement.startswith("CREATE VIEW")]
+    assert {re.match(r"CREATE VIEW IF NOT EXISTS promptprism\.(\w+) ", view).group(1) for view in views} >= \
+        {"event_prompts", "prompt_requests", "prompt_blocks"}
+    for view in views:
+        assert f" ON CLUSTER {CLUSTER} AS " in view
+        assert "_local" not in view  # every shard's rows, through the Distributed tables
 
 
 def test_script_records_versions_and_configuration_selects_the_cluster():

@@ -10,10 +10,10 @@ import pytest
 from . import scenario
 
 
-def write_records(store, records) -> None:
+def write_records(store, records, *, genai_events=()) -> None:
     from promptprism.collector.rows import build_tables
 
-    for table, columns in build_tables([], records).non_empty():
+    for table, columns in build_tables([], records, genai_events=genai_events).non_empty():
         store.insert(table, columns)
 
 

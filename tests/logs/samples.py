@@ -51,14 +51,16 @@ def span_context(trace_id: int = TRACE_ID, span_id: int = SPAN_ID):
 
 def sdk_log_records(events=OPENAI_V2_EVENTS, *, trace_id: int = TRACE_ID, span_id: int = SPAN_ID,
                     service: str = "chat-app", extra=()):
-    """Log records as the SDK hands them to an exporter. ``extra``: (name, body, severity) outside GenAI."""
+    """Log records as the SDK hands them to an exporter. ``events``: (name, body) or
+    (name, body, attributes); ``extra``: (name, body, severity) outside GenAI."""
     exporter = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=Resource.create({"service.name": service}))
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     logger = provider.get_logger("opentelemetry.instrumentation.openai_v2", "2.4b0")
     context = span_context(trace_id, span_id) if span_id else None
-    for event_name, body in events:
-        logger.emit(LogRecord(event_name=event_name, body=body, attributes={names.GEN_AI_SYSTEM: "openai"},
+    for event_name, body, *attributes in events:
+        logger.emit(LogRecord(event_name=event_name, body=body,
+                              attributes=attributes[0] if attributes else {names.GEN_AI_SYSTEM: "openai"},
                               context=context))
     for text, body, severity in extra:
         logger.emit(LogRecord(body=body, severity_text=text, severity_number=severity,
