@@ -10,7 +10,9 @@ process, one after the other:
 3. ``collector``— the real collector: acknowledged = durable in chdb.
 
 Prints spans/s and blocks/s for each and the collector's ratio to the noop
-servicer (goal ≥ 0.35×). Run: ``python benchmarks/ingest.py [--batches N]``.
+servicer (goal ≥ 0.35×); ``--stages`` prints instead the single-threaded
+cost of each stage for one export (parse, decode, reassemble, rows, inserts).
+Run: ``python benchmarks/ingest.py [--batches N] [--stages]``.
 """
 
 from __future__ import annotations
@@ -154,6 +156,36 @@ def decode_handler(payload: bytes, context) -> ExportTraceServiceResponse:
     return ExportTraceServiceResponse()
 
 
+def stages(payload: bytes, repeats: int = 3) -> None:
+    """Milliseconds per stage for one export, best of ``repeats``, one thread."""
+    from promptprism.collector import rows
+    from promptprism.collector.decode import decode_request, parse_protobuf
+    from promptprism.collector.store import open_store
+
+    def best(function) -> float:
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - started)
+        return min(times) * 1000
+
+    request = parse_protobuf(payload)
+    decoded = decode_request(request)
+    records, _ = reassemble(decoded.spans)
+    tables = rows.build_tables(decoded.spans, records)
+    timings = {"parse": best(lambda: parse_protobuf(payload)), "decode": best(lambda: decode_request(request)),
+               "reassemble": best(lambda: reassemble(decoded.spans)),
+               "rows": best(lambda: rows.build_tables(decoded.spans, records))}
+    with tempfile.TemporaryDirectory(prefix="promptprism-bench-stages-") as data_dir:
+        store = open_store("embedded", data_dir=data_dir)
+        tokens = iter(range(1_000_000))
+        for name, table in tables.non_empty():
+            timings[f"insert {name}"] = best(lambda: store.insert(name, table, dedup_token=f"stage-{next(tokens)}"))
+        store.close()
+    print("per export, one thread: " + ", ".join(f"{name} {ms:.0f} ms" for name, ms in timings.items()), flush=True)
+
+
 def report(label: str, spans: int, seconds: float) -> float:
     rate = spans / seconds
     print(f"{label:<10} {spans:>6} spans in {seconds:6.2f} s  {rate:>8.0f} spans/s  "
@@ -165,6 +197,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=8, help="exports of 512 spans per run (default 8)")
     parser.add_argument("--default-gc", action="store_true", help="keep CPython's GC thresholds for the collector run")
+    parser.add_argument("--stages", action="store_true",
+                        help="only time each stage on one export (its own chdb store: one per process)")
     args = parser.parse_args()
     print(f"building {args.batches} × 2 exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …", flush=True)
     warmup = [build_batch(1_000_000 + number) for number in range(2)]
@@ -172,6 +206,9 @@ def main() -> int:
     print(f"export size {len(payloads[0]) / 1e6:.1f} MB; {CLIENT_THREADS} exports in flight", flush=True)
     spans = SPANS_PER_BATCH * len(payloads)
 
+    if args.stages:
+        stages(payloads[0])
+        return 0
     rates = {}
     for label, handler in (("noop", noop_handler), ("decode", decode_handler)):
         server, target = baseline_server(handler)
