@@ -75,11 +75,13 @@ _FINALIZE_SOURCE = "environment.finalize("
 class MarkingCodeGenerator(CodeGenerator):
     """Jinja2 code generator that inlines :func:`segments.finalize` into each output.
 
-    ``{{ expression }}`` compiles to
-    ``str(output.wrapped if (output := expression).__class__ is MarkedValue else output)``
+    ``{{ expression }}`` compiles to ``(output.wrapped if (output := expression).__class__
+    is MarkedValue else output if output.__class__ is str else str(output))``
     instead of ``str(environment.finalize(expression))``: the same result (the
-    hook is exactly this check) without a Python call per output. Outputs that
-    Jinja2 folds at compile time still go through the hook itself.
+    hook is exactly this check, and ``str()`` of a ``str`` is itself) without
+    a Python call per output, nor a ``str()`` call for the strings most
+    outputs are. Outputs that Jinja2 folds at compile time still go through
+    the hook itself.
     """
 
     def visit_Template(self, node: Any, frame: Any = None) -> None:
@@ -104,13 +106,14 @@ class MarkingCodeGenerator(CodeGenerator):
 
     def _output_child_pre(self, node: Any, frame: Any, finalize_info: Any) -> None:
         if self._inlines(frame, finalize_info):
-            self.write(f"str({_OUTPUT_NAME}.wrapped if ({_OUTPUT_NAME} := ")
+            self.write(f"({_OUTPUT_NAME}.wrapped if ({_OUTPUT_NAME} := ")
         else:
             super()._output_child_pre(node, frame, finalize_info)
 
     def _output_child_post(self, node: Any, frame: Any, finalize_info: Any) -> None:
         if self._inlines(frame, finalize_info):
-            self.write(f").__class__ is {_MARKED_CLASS_NAME} else {_OUTPUT_NAME})")
+            self.write(f").__class__ is {_MARKED_CLASS_NAME} else {_OUTPUT_NAME} "
+                       f"if {_OUTPUT_NAME}.__class__ is str else str({_OUTPUT_NAME}))")
         else:
             super()._output_child_post(node, frame, finalize_info)
 
