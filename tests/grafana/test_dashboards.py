@@ -219,3 +219,35 @@ def test_expander_models_the_plugin():
         "toStartOfInterval(toDateTime(t), INTERVAL 20 second) 20 toDateTime(1000)")
     with pytest.raises(ValueError):
         expand("$__nonsense(t)", {}, TimeRange(0, 1000, 1000))
+
+
+def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
+    """The committed panels, as Grafana runs them, see an event-only prompt with
+    the size the API serves (the views of migration 004 under the panels' SQL)."""
+    import time
+
+    from promptprism.collector import reads
+
+    from insight.test_event_prompts import span_record, write_events
+    from logs.samples import OPENAI_V2_EVENTS
+
+    now_ns = int(time.time()) * 10**9
+    write_records(store, [span_record(0xF00D << 64, 0xF00D, now_ns - 60 * 10**9)])
+    write_events(store, OPENAI_V2_EVENTS, 0xF00D << 64, 0xF00D)
+    served = reads.request(store, f"{0xF00D:016x}")["prompt"]
+    assert served["bytes"] > 0
+
+    by_query = {panel["targets"][0]["meta"]["promptprism_query"]: panel for path in DASHBOARDS
+                for panel in panels(load(path))}
+    now_ms = now_ns // 10**6
+    week = TimeRange(now_ms - 7 * 86_400_000, now_ms, 3_600_000)
+
+    def run(query: str) -> list[dict]:
+        return store.query(expand(by_query[query]["targets"][0]["rawSql"], _variables(store.database), week))
+
+    [request] = run("requests_table")
+    assert (request["prompt_bytes"], request["block_count"]) == (served["bytes"], 1)
+    [part] = run("growth_attribution")
+    assert (part["series"], part["current_bytes"], part["current_requests"]) == ("(unmapped)", served["bytes"], 1)
+    assert run("growth_total")[0]["current_bytes"] == served["bytes"]
+    assert {row["bytes_per_request"] for row in run("growth_series")} == {served["bytes"]}

@@ -4,7 +4,8 @@ against the fake provider, exporting over real OTLP to a running collector.
 Whichever way the instrumentation sends content — log records (older
 conventions), span attributes (latest conventions, SPAN_ONLY) or the newer
 operation-details log event (EVENT_ONLY) — the request the API serves is the
-same: system prompt block size and hash, message history, response.
+same: system prompt block size and hash, message history, response; and the
+insight queries count that prompt in every mode.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def test_every_content_mode_serves_the_same_request(store, tmp_path):
             served[mode] = get_json(f"{endpoints['ui']}/api/requests/{ids['span_id']}")
             assert served[mode]["trace_id"] == ids["trace_id"]
         metrics = urllib.request.urlopen(f"{endpoints['ui']}/metrics", timeout=30).read().decode()
+        # The insight queries (behind the API, CLI, overview page and Grafana) count every mode's prompt.
+        growth = get_json(f"{endpoints['ui']}/api/insight/growth?since=1h&service=openai-v2-app")
 
     expected_prompt = SYSTEM_PROMPT.encode("utf-8")
     span = essentials(served["span"])
@@ -112,6 +115,8 @@ def test_every_content_mode_serves_the_same_request(store, tmp_path):
     assert span["response"]["messages"][0]["parts"][0]["type"] == "text"
     assert essentials(served["events"]) == span
     assert essentials(served["details"]) == span
+    [part] = growth["attribution"]
+    assert (part["series"], part["current_bytes"], part["current_requests"]) == ("(unmapped)", len(expected_prompt), 3)
     # Counted: the older mode sent 5 records (4 messages + the choice), the newer 1.
     assert 'promptprism_collector_log_records_received_total{kind="genai_event"} 6' in metrics
     assert "promptprism_collector_sink_genai_events_stored_total 6" in metrics

@@ -28,10 +28,11 @@
 -- A JSON string that holds an array or object is that array or object.
 -- `arrayMap(x -> …, [value])[1]` names a value once instead of repeating it.
 ALTER TABLE ${db}.genai_events ADD COLUMN IF NOT EXISTS system_prompt_parts Array(Tuple(kind String, text Nullable(String)))
-MATERIALIZED CAST(multiIf(
-    event_name = 'gen_ai.client.inference.operation.details',
-    arrayConcat(
-        if(JSONType(attributes, 'gen_ai.system_instructions') = 'Null', [],
+MATERIALIZED CAST(arrayConcat(
+    -- operation-details events; arrayFilter(… [attributes]) is empty for every
+    -- other event, so that none of this work is done for them
+    arrayFlatten(arrayMap(details -> arrayConcat(
+        if(JSONType(details, 'gen_ai.system_instructions') = 'Null', [],
            [('instructions', arrayMap(instructions -> arrayMap(decoded -> multiIf(
                 -- a string: JSON text of a part list, or the instructions themselves
                 JSONType(instructions) = 'String' AND isValidJSON(decoded) AND JSONType(decoded) IN ('Array', 'Object'),
@@ -49,8 +50,8 @@ MATERIALIZED CAST(multiIf(
                             multiIf(JSONHas(part, 'content'), if(JSONType(part, 'content') = 'String', JSONExtractString(part, 'content'), NULL),
                                     JSONType(part, 'text') = 'String', JSONExtractString(part, 'text'), NULL),
                         NULL), if(JSONType(instructions) = 'Array', JSONExtractArrayRaw(instructions), [instructions]))))])[1],
-                NULL), [JSONExtractString(instructions)])[1], [JSONExtractRaw(attributes, 'gen_ai.system_instructions')])[1])]),
-        if(JSONType(attributes, 'gen_ai.input.messages') = 'Null', [],
+                NULL), [JSONExtractString(instructions)])[1], [JSONExtractRaw(details, 'gen_ai.system_instructions')])[1])]),
+        if(JSONType(details, 'gen_ai.input.messages') = 'Null', [],
            [('input_messages', arrayMap(messages -> arrayMap(texts -> if(empty(texts), NULL, arrayStringConcat(texts, '\n\n')), [arrayMap(text -> assumeNotNull(text), arrayFilter(text -> text IS NOT NULL, arrayMap(message -> if(
                     JSONType(message, 'role') = 'String' AND JSONExtractString(message, 'role') IN ('system', 'developer'),
                     multiIf(
@@ -60,26 +61,25 @@ MATERIALIZED CAST(multiIf(
                                 JSONType(part) = 'Object' AND (NOT JSONHas(part, 'type') OR (JSONType(part, 'type') = 'String' AND JSONExtractString(part, 'type') = 'text')),
                                     multiIf(JSONHas(part, 'content'), if(JSONType(part, 'content') = 'String', JSONExtractString(part, 'content'), NULL),
                                             JSONType(part, 'text') = 'String', JSONExtractString(part, 'text'), NULL),
-                                NULL), multiIf(JSONType(parts) = 'Array', JSONExtractArrayRaw(parts),
-                                               JSONType(parts) = 'Object', [parts], []))))])[1],
+                                NULL), multiIf(JSONType(parts) = 'Array', JSONExtractArrayRaw(parts), JSONType(parts) = 'Object', [parts], []))))])[1],
                                 [JSONExtractRaw(message, if(JSONHas(message, 'parts'), 'parts', 'content'))])[1],
                         JSONExtractString(message, 'content')),
                     NULL), JSONExtractArrayRaw(messages))))])[1],
               -- a string holding a JSON array is the array; anything else holds no messages
-              [multiIf(JSONType(attributes, 'gen_ai.input.messages') = 'Array', JSONExtractRaw(attributes, 'gen_ai.input.messages'),
-                       JSONType(attributes, 'gen_ai.input.messages') = 'String'
-                           AND isValidJSON(JSONExtractString(attributes, 'gen_ai.input.messages'))
-                           AND JSONType(JSONExtractString(attributes, 'gen_ai.input.messages')) = 'Array',
-                           JSONExtractString(attributes, 'gen_ai.input.messages'),
+              [multiIf(JSONType(details, 'gen_ai.input.messages') = 'Array', JSONExtractRaw(details, 'gen_ai.input.messages'),
+                       JSONType(details, 'gen_ai.input.messages') = 'String'
+                           AND isValidJSON(JSONExtractString(details, 'gen_ai.input.messages'))
+                           AND JSONType(JSONExtractString(details, 'gen_ai.input.messages')) = 'Array',
+                           JSONExtractString(details, 'gen_ai.input.messages'),
                        '[]')])[1])])),
-    event_name = 'gen_ai.choice', [],
-    -- gen_ai.<role>.message: the body is the message, or its content when not an object;
-    -- the body's own role, when it has one, wins over the event name's
-    arrayMap(message_text -> if(message_text IS NULL, [], [('message', message_text)]), [if(
-        if(JSONType(body, 'role') = 'String' AND JSONExtractString(body, 'role') != '',
-           JSONExtractString(body, 'role'),
-           replaceRegexpOne(event_name, '^gen_ai\\.(.*)\\.message$$', '\\1')) IN ('system', 'developer'),
-        arrayMap(content -> multiIf(
+        arrayFilter(details -> event_name = 'gen_ai.client.inference.operation.details', [attributes]))),
+    -- gen_ai.<role>.message events of role system or developer, with text: the
+    -- body is the message (or its content, when not an object), and the body's
+    -- own role wins over the event name's. JSONExtractString is '' for a role
+    -- that is absent or not a string: one parse of the body for the many
+    -- messages that are not system messages, which arrayFilter(… [body]) then
+    -- leaves out of the rest of the work.
+    arrayFilter(part -> part.2 IS NOT NULL, arrayMap(message -> ('message', arrayMap(content -> multiIf(
             JSONType(content) = 'String', nullIf(JSONExtractString(content), ''),
             JSONType(content) IN ('Array', 'Object'),
                 arrayMap(texts -> if(empty(texts), NULL, arrayStringConcat(texts, '')), [arrayMap(text -> assumeNotNull(text), arrayFilter(text -> text IS NOT NULL, arrayMap(part -> multiIf(
@@ -88,8 +88,13 @@ MATERIALIZED CAST(multiIf(
                         multiIf(JSONHas(part, 'text'), if(JSONType(part, 'text') = 'String', JSONExtractString(part, 'text'), NULL),
                                 JSONType(part, 'content') = 'String', JSONExtractString(part, 'content'), NULL),
                     NULL), if(JSONType(content) = 'Array', JSONExtractArrayRaw(content), [content]))))])[1],
-            NULL), [if(JSONType(body) = 'Object', JSONExtractRaw(body, 'content'), body)])[1],
-        NULL)])[1]), 'Array(Tuple(kind String, text Nullable(String)))');
+            NULL), [if(JSONType(message) = 'Object', JSONExtractRaw(message, 'content'), message)])[1]),
+        arrayFilter(message -> event_name NOT IN ('gen_ai.client.inference.operation.details', 'gen_ai.choice')
+                               AND arrayMap(body_role -> if(body_role != '', body_role,
+                                                            replaceRegexpOne(event_name, '^gen_ai\\.(.*)\\.message$$', '\\1')),
+                                            [JSONExtractString(message, 'role')])[1] IN ('system', 'developer'),
+                    [body])))
+), 'Array(Tuple(kind String, text Nullable(String)))');
 
 -- One row per request whose GenAI events carry a system prompt: the text the
 -- read side's join would build, as its size in bytes, hash and source
