@@ -3,7 +3,8 @@
 Render: :class:`TemplateCatalog` (Jinja2 templates with scope/global overrides),
 :func:`render_string`, :class:`PromptBuilder` / :func:`build_prompt`; declare
 injected values with :func:`block` and :func:`inline`.
-Record: :func:`record_llm_request`, ambient :func:`correlation`.
+Record: :func:`record_llm_request` (a ``with`` block), :func:`start_llm_request` (start now,
+``RecordedRequest.end`` later: streaming), ambient :func:`correlation`.
 Configure: :func:`configure_content_capture`, :func:`set_redactor`,
 :func:`span_limits_for_prompts` / :func:`prompt_tracer_provider`.
 """
@@ -17,6 +18,7 @@ from .record import (
     prompt_tracer_provider,
     record_llm_request,
     span_limits_for_prompts,
+    start_llm_request,
 )
 from .redact import keep_everything, mask_secrets, set_redactor
 from .segments import (
@@ -64,4 +66,5 @@ __all__ = [
     "render_string",
     "set_redactor",
     "span_limits_for_prompts",
+    "start_llm_request",
 ]

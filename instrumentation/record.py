@@ -32,6 +32,19 @@ on they carry their (redacted) content, and an unmapped prompt's text goes to
 ``gen_ai.system_instructions`` instead (a mapped prompt's text is already in
 its blocks; sending it twice would double the span).
 
+When the request outlives a ``with`` block (a streamed response read later),
+start and end it by hand, with the same arguments::
+
+    call = start_llm_request(provider="openai", model="gpt-4o", prompt=prompt)
+    with call.current():                   # optional: HTTP client spans nest under it
+        stream = client.chat.completions.create(..., stream=True)
+    ...                                    # later, in any context or thread
+    call.set_response(output_tokens=...)
+    call.end()                             # or call.end(error); only the first end counts
+
+``start_time`` (Unix ns) backdates a request: the span and its block and tool
+events start then, and the span ends as long after as the request really took.
+
 Recording never raises into the application: failures are counted
 (:func:`failure_count`) and logged at most once per interval. An exception
 inside the ``with`` block marks the span as an error and propagates unchanged.
@@ -253,13 +266,27 @@ def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, times
 
 
 class RecordedRequest:
-    """The handle ``record_llm_request`` yields: add the response, or extra attributes."""
+    """One request's span, from :func:`start_llm_request` (or ``record_llm_request``) until :meth:`end`.
 
-    __slots__ = ("span", "capture_content")
+    Add the response with :meth:`set_response`, extra attributes with
+    :meth:`set_attributes`; make the span current around the HTTP call with
+    :meth:`current`. No method raises into the application.
+    """
 
-    def __init__(self, span: Span, capture_content: bool):
+    __slots__ = ("span", "capture_content", "_start_time", "_started_at", "_ended", "_end_lock")
+
+    def __init__(self, span: Span, capture_content: bool, start_time: int | None = None):
         self.span = span
         self.capture_content = capture_content
+        # A backdated request ends as long after its start as it really took.
+        self._start_time = start_time
+        self._started_at = time.monotonic_ns()
+        self._ended = False
+        self._end_lock = threading.Lock()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
         try:
@@ -294,6 +321,47 @@ class RecordedRequest:
         except Exception as error:
             report_failure("recording the response", error)
 
+    @contextmanager
+    def current(self) -> Iterator[RecordedRequest]:
+        """Make the span current inside the block, so HTTP client spans nest under it."""
+        token = None
+        try:
+            token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as error:
+            report_failure("making the span current", error)
+        try:
+            yield self
+        finally:
+            if token is not None:
+                try:
+                    otel_context.detach(token)
+                except Exception as error:
+                    report_failure("restoring the context", error)
+
+    def end(self, error: BaseException | None = None, *, end_time: int | None = None) -> None:
+        """End the span; only the first call counts, later ones do nothing.
+
+        ``error`` is what ended the request, if anything: an ``Exception``
+        marks the span failed (``error.type`` and an ERROR status with a
+        redacted, bounded description); other ``BaseException`` s
+        (cancellation, ``GeneratorExit``) end it unmarked, as the app stopped
+        waiting rather than the request failing. ``end_time`` (Unix ns)
+        defaults to now, or for a request started with ``start_time`` to that
+        time plus how long the request really took.
+        """
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+        if isinstance(error, Exception):
+            self._fail(error)
+        try:
+            if end_time is None and self._start_time is not None:
+                end_time = self._start_time + time.monotonic_ns() - self._started_at
+            self.span.end(end_time)
+        except Exception as failure:
+            report_failure("ending the span", failure)
+
     def _fail(self, error: BaseException) -> None:
         try:
             self.span.set_attribute(names.ERROR_TYPE, type(error).__qualname__)
@@ -302,17 +370,23 @@ class RecordedRequest:
         except Exception as failure:
             report_failure("recording the application's error", failure)
 
-    def _end(self) -> None:
-        try:
-            self.span.end()
-        except Exception as error:
-            report_failure("ending the span", error)
 
+def start_llm_request(*, provider: str, operation: str = names.OPERATION_CHAT, model: str,
+                      prompt: SegmentedPrompt | str | None = None, dialect: str | None = None,
+                      request_attributes: Mapping[str, AttributeValue] | None = None,
+                      tools: Sequence[ToolSpec] | None = None, input_messages: Any = None,
+                      tracer_provider: TracerProvider | None = None, capture_content: str | bool | None = None,
+                      conversation_id: str | None = None, message_id: str | None = None,
+                      process_kind: str | None = None, process_id: str | None = None,
+                      run_id: str | None = None, run_mode: str | None = None, attempt: int | None = None,
+                      record_id: str | None = None, start_time: int | None = None) -> RecordedRequest:
+    """Start recording one LLM request; the caller must :meth:`~RecordedRequest.end` it.
 
-def _start(*, provider: str, operation: str, model: str, prompt: SegmentedPrompt | str | None, dialect: str | None,
-           request_attributes: Mapping[str, AttributeValue] | None, tools: Sequence[ToolSpec] | None,
-           input_messages: Any, tracer_provider: Any, capture_content: str | bool | None,
-           correlation: Mapping[str, str | int | None]) -> RecordedRequest:
+    For requests that outlive a ``with`` block (a streamed response is read
+    later). The span is not made current; use :meth:`RecordedRequest.current`
+    around the HTTP call. ``start_time`` (Unix ns) backdates the span and its
+    block and tool events; default now. See the module docstring for the rest.
+    """
     try:
         capture = span_content_enabled(capture_content)
         segmented = _resolve_prompt(prompt)
@@ -329,20 +403,23 @@ def _start(*, provider: str, operation: str, model: str, prompt: SegmentedPrompt
         if request_attributes:
             attributes.update(request_attributes)
         attributes.update(current_correlation())
-        attributes.update(correlation_attributes(**correlation))
+        attributes.update(correlation_attributes(
+            conversation_id=conversation_id, message_id=message_id, process_kind=process_kind,
+            process_id=process_id, run_id=run_id, run_mode=run_mode, attempt=attempt, record_id=record_id))
         if segmented is not None:
             attributes.update(_prompt_attributes(segmented, capture))
         if capture and input_messages is not None:
             content, _ = _captured(content_text(input_messages), "the input messages")
             if content is not None:
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content
+        # One timestamp for the span's start and its block and tool events.
+        timestamp = time.time_ns() if start_time is None else start_time
         span = _tracer(tracer_provider).start_span(f"{operation} {model}", kind=SpanKind.CLIENT,
-                                                   attributes=attributes)
+                                                   attributes=attributes, start_time=timestamp)
     except Exception as error:
         report_failure("starting the span", error)
         return RecordedRequest(INVALID_SPAN, False)
     try:
-        timestamp = time.time_ns()
         if segmented is not None:
             _add_block_events(span, segmented, capture, timestamp)
         if tools:
@@ -353,7 +430,7 @@ def _start(*, provider: str, operation: str, model: str, prompt: SegmentedPrompt
                            "build it with span_limits_for_prompts()")
     except Exception as error:
         report_failure("adding block and tool events", error)
-    return RecordedRequest(span, capture)
+    return RecordedRequest(span, capture, start_time)
 
 
 @contextmanager
@@ -365,31 +442,23 @@ def record_llm_request(*, provider: str, operation: str = names.OPERATION_CHAT, 
                        conversation_id: str | None = None, message_id: str | None = None,
                        process_kind: str | None = None, process_id: str | None = None,
                        run_id: str | None = None, run_mode: str | None = None, attempt: int | None = None,
-                       record_id: str | None = None) -> Iterator[RecordedRequest]:
-    """Record one LLM request as one span; see the module docstring."""
-    call = _start(
+                       record_id: str | None = None, start_time: int | None = None) -> Iterator[RecordedRequest]:
+    """Record one LLM request as one span, current inside the block; see the module docstring.
+
+    :func:`start_llm_request` + :meth:`RecordedRequest.current` + :meth:`RecordedRequest.end`.
+    """
+    call = start_llm_request(
         provider=provider, operation=operation, model=model, prompt=prompt, dialect=dialect,
         request_attributes=request_attributes, tools=tools, input_messages=input_messages,
-        tracer_provider=tracer_provider, capture_content=capture_content,
-        correlation={"conversation_id": conversation_id, "message_id": message_id, "process_kind": process_kind,
-                     "process_id": process_id, "run_id": run_id, "run_mode": run_mode, "attempt": attempt,
-                     "record_id": record_id},
-    )
-    token = None
+        tracer_provider=tracer_provider, capture_content=capture_content, conversation_id=conversation_id,
+        message_id=message_id, process_kind=process_kind, process_id=process_id, run_id=run_id,
+        run_mode=run_mode, attempt=attempt, record_id=record_id, start_time=start_time)
+    error: BaseException | None = None
     try:
-        # The request span is current inside the block, so HTTP client spans nest under it.
-        token = otel_context.attach(trace.set_span_in_context(call.span))
-    except Exception as error:
-        report_failure("making the span current", error)
-    try:
-        yield call
-    except Exception as error:
-        call._fail(error)
+        with call.current():
+            yield call
+    except BaseException as raised:
+        error = raised
         raise
     finally:
-        if token is not None:
-            try:
-                otel_context.detach(token)
-            except Exception as error:
-                report_failure("restoring the context", error)
-        call._end()
+        call.end(error)

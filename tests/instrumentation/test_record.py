@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 
 import pytest
 from opentelemetry import trace
@@ -286,3 +287,120 @@ def test_prompt_tracer_provider_keeps_a_thousand_blocks(exporter, tracer_provide
     assert span.dropped_events == 0
     assert [event[names.BLOCK_INDEX] for event in block_events(span)] == list(range(1500))
     assert len(tool_events(span)) == 100
+
+
+# --- start_llm_request: a request that outlives a with block -------------------------------
+
+DAY_NS = 24 * 3600 * 10**9
+
+
+def test_started_request_is_recorded_once_when_ended_and_is_not_current(exporter, tracer_provider, prompt):
+    call = record.start_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider)
+    assert trace.get_current_span() is not call.span
+    assert exporter.get_finished_spans() == ()
+    with call.current():
+        assert trace.get_current_span() is call.span
+    assert trace.get_current_span() is not call.span
+    call.set_response(output_tokens=3)
+    assert not call.ended
+    call.end()
+    call.end(ValueError("late"))  # idempotent: neither a second span nor a late error
+    assert call.ended
+    span = only_span(exporter)
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 3
+    assert len(block_events(span)) == len(prompt.blocks)
+    assert span.status.status_code == StatusCode.UNSET and names.ERROR_TYPE not in span.attributes
+
+
+class CountingSpan:
+    """Wraps a span and counts what reaches it (the SDK itself would ignore a second end)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.ends = 0
+        self.statuses = 0
+
+    def end(self, end_time=None):
+        self.ends += 1
+        self.inner.end(end_time)
+
+    def set_status(self, status, description=None):
+        self.statuses += 1
+        self.inner.set_status(status, description)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_end_from_many_threads_reaches_the_span_once(exporter, tracer_provider):
+    import threading
+
+    call = record.start_llm_request(provider="openai", model="m", tracer_provider=tracer_provider)
+    call.span = counting = CountingSpan(call.span)
+    barrier = threading.Barrier(8)
+
+    def end_with_error():
+        barrier.wait()
+        call.end(RuntimeError("one of many"))
+
+    threads = [threading.Thread(target=end_with_error) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    call.end()
+    assert (counting.ends, counting.statuses) == (1, 1)
+    assert len(exporter.get_finished_spans()) == 1
+
+
+def test_end_with_an_exception_marks_the_span_and_cancellation_does_not(exporter, tracer_provider):
+    import asyncio
+
+    failed = record.start_llm_request(provider="openai", model="m", tracer_provider=tracer_provider)
+    failed.end(ConnectionError("reset by peer"))
+    cancelled = record.start_llm_request(provider="openai", model="m", tracer_provider=tracer_provider)
+    cancelled.end(asyncio.CancelledError())
+    first, second = exporter.get_finished_spans()
+    assert first.status.status_code == StatusCode.ERROR and "reset by peer" in first.status.description
+    assert first.attributes[names.ERROR_TYPE] == "ConnectionError"
+    assert second.status.status_code == StatusCode.UNSET and names.ERROR_TYPE not in second.attributes
+
+
+def test_start_time_backdates_the_span_and_its_events_and_keeps_the_real_duration(exporter, tracer_provider,
+                                                                                 prompt):
+    start_time = time.time_ns() - 3 * DAY_NS
+    call = record.start_llm_request(provider="openai", model="m", prompt=prompt, start_time=start_time,
+                                    tools=[ToolSpec("search", "{}")], tracer_provider=tracer_provider)
+    time.sleep(0.01)
+    call.end()
+    span = only_span(exporter)
+    assert span.start_time == start_time
+    assert {event.timestamp for event in span.events} == {start_time}
+    assert len(span.events) == len(prompt.blocks) + 1
+    assert 10_000_000 <= span.end_time - start_time < 10 * 10**9
+
+
+def test_explicit_end_time_and_start_time_through_the_context_manager(exporter, tracer_provider):
+    start_time = time.time_ns() - DAY_NS
+    with record_llm_request(provider="openai", model="m", start_time=start_time, tracer_provider=tracer_provider):
+        pass
+    explicit = record.start_llm_request(provider="openai", model="m", start_time=start_time,
+                                        tracer_provider=tracer_provider)
+    explicit.end(end_time=start_time + 5)
+    wrapped, ended = exporter.get_finished_spans()
+    assert wrapped.start_time == start_time and wrapped.end_time - start_time < 10 * 10**9
+    assert (ended.start_time, ended.end_time) == (start_time, start_time + 5)
+
+
+def test_a_request_that_could_not_start_can_still_be_used_and_ended(prompt):
+    class BrokenProvider:
+        def get_tracer(self, *args, **kwargs):
+            raise RuntimeError("tracer provider exploded")
+
+    before = record.failure_count()
+    call = record.start_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=BrokenProvider())
+    with call.current():
+        call.set_response(input_tokens=1)
+    call.end(RuntimeError("the app's own error"))
+    call.end()
+    assert record.failure_count() == before + 1
