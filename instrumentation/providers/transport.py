@@ -19,19 +19,16 @@ suppressed (an exporter's own traffic) are not recorded.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import json
 import threading
 import weakref
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Union
+from typing import Any, Callable, ContextManager, Iterator, Mapping, Union
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from .. import names
@@ -44,7 +41,7 @@ from ..manifest import (
     system_prompt_candidates,
     tool_definitions,
 )
-from ..record import ToolSpec, record_llm_request, report_failure
+from ..record import RecordedRequest, ToolSpec, report_failure, start_llm_request
 from ..segments import lookup_rendered
 from .responses import MAX_JSON_BYTES, ResponseParser, ServerSentEvents
 
@@ -174,31 +171,16 @@ def input_messages(body: Mapping[str, Any], dialect: str) -> list[dict[str, Any]
 class Recording:
     """One request's span, from ``send`` until its response is over."""
 
-    def __init__(self, manager: Any, call: Any, context: contextvars.Context, dialect: str):
-        self._manager = manager
+    def __init__(self, call: RecordedRequest, dialect: str):
         self.call = call
-        self._context = context
         self.parser = ResponseParser(dialect)
         self.status_code: int | None = None
         self._lock = threading.Lock()
         self._finished = False
 
-    @contextmanager
-    def current(self) -> Iterator[None]:
+    def current(self) -> ContextManager[RecordedRequest]:
         """Our span is current while the request is on the wire (HTTP client spans nest under it)."""
-        token = None
-        try:
-            token = otel_context.attach(trace.set_span_in_context(self.call.span))
-        except Exception as error:
-            report_failure("making the request span current", error)
-        try:
-            yield
-        finally:
-            if token is not None:
-                try:
-                    otel_context.detach(token)
-                except Exception as error:
-                    report_failure("restoring the context", error)
+        return self.call.current()
 
     def finish(self, error: BaseException | None = None) -> None:
         """Record the response (or what arrived of it) and end the span; only the first call counts."""
@@ -221,13 +203,7 @@ class Recording:
                 self.call.span.set_status(Status(StatusCode.ERROR, description))
         except Exception as failure:
             report_failure("recording the response", failure)
-        try:
-            if isinstance(error, Exception):
-                self._context.run(self._manager.__exit__, type(error), error, error.__traceback__)
-            else:
-                self._context.run(self._manager.__exit__, None, None, None)
-        except Exception as failure:
-            report_failure("ending the request span", failure)
+        self.call.end(error)
 
 
 def begin(request: Any, settings: ProviderSettings) -> Recording | None:
@@ -246,7 +222,9 @@ def begin(request: Any, settings: ProviderSettings) -> Recording | None:
         manifest = build_manifest(body, dialect, context_window=settings.window_for(model),
                                   endpoint=str(request.url))
         capture = span_content_enabled(settings.capture_content)
-        manager = record_llm_request(
+        # Started here, ended when the response is over: for a streamed response
+        # that is later, in whatever context the app is in by then.
+        call = start_llm_request(
             provider=settings.provider,
             operation=names.OPERATION_CHAT,
             model=model if isinstance(model, str) else "unknown",
@@ -258,13 +236,7 @@ def begin(request: Any, settings: ProviderSettings) -> Recording | None:
             tracer_provider=settings.tracer_provider,
             capture_content=settings.capture_content,
         )
-        # The recorder's context manager makes its span current on entry and
-        # restores the context on exit. A streamed response ends later, in
-        # whatever context the app is in by then; entering and leaving in a
-        # private copy of the context keeps the app's own context untouched.
-        context = contextvars.copy_context()
-        call = context.run(manager.__enter__)
-        return Recording(manager, call, context, dialect)
+        return Recording(call, dialect)
     except Exception as error:
         report_failure("starting to record a provider request", error)
         return None
