@@ -167,7 +167,7 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         old_tables = build_tables([], batch.records)  # 001 has no otel_traces
         for name, table in old_tables.non_empty():
             legacy.insert(name, table)
-        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql"]
+        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql"]
         rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
                             f"FROM {old}.requests FINAL ORDER BY request_id")
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},

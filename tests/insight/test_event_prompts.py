@@ -269,6 +269,27 @@ def test_a_log_that_arrives_before_its_span_counts_once_the_span_is_stored(store
     assert part["current_bytes"] == len(SYSTEM_PROMPT.encode("utf-8"))
 
 
+def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):
+    """Rows written under migration 003 have no system_prompt_parts on disk:
+    ClickHouse computes the column when they are read."""
+    import uuid
+
+    from promptprism.collector.store.migrations import migrate
+
+    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
+    try:
+        assert migrate(store, up_to=3)[-1] == "003_logs.sql"
+        write_records(store, [span_record(0xD1 << 64, 0xD1, now_ns - 10**9)])
+        write_events(store, OPENAI_V2_EVENTS, 0xD1 << 64, 0xD1)
+        assert migrate(store) == ["004_event_prompts.sql"]
+        row, [block] = view_prompt(store, 0xD1)
+        served = api_prompt(store, 0xD1)
+        assert (row["prompt_bytes"], row["prompt_sha256"]) == (served["bytes"], served["sha256"])
+        assert block["size"] == len(SYSTEM_PROMPT.encode("utf-8"))
+    finally:
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
+
+
 def test_insight_sql_reads_the_views_not_the_tables():
     for query in QUERIES.values():
         sql = query.render(STORE)
