@@ -100,84 +100,22 @@ def backdated(seconds_ago: float) -> Iterator[None]:
         _backdate_ns.reset(token)
 
 
-def _backdating_classes():
+def simulated_now() -> int:
+    """The simulated clock (Unix ns): now, moved back by the current turn's offset."""
+    return time.time_ns() - _backdate_ns.get()
+
+
+@contextlib.contextmanager
+def simulated_span(tracer: Any, name: str) -> Iterator[Any]:
+    """``tracer.start_as_current_span(name)`` on the simulated clock."""
     from opentelemetry import trace
 
-    class BackdatedSpan(trace.Span):
-        """A span whose every timestamp is shifted by the same offset."""
-
-        def __init__(self, inner: trace.Span, offset_ns: int):
-            self._inner = inner
-            self._offset_ns = offset_ns
-
-        def _shift(self, timestamp: int | None) -> int:
-            return (timestamp or time.time_ns()) - self._offset_ns
-
-        def end(self, end_time: int | None = None) -> None:
-            self._inner.end(self._shift(end_time))
-
-        def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
-            self._inner.add_event(name, attributes, self._shift(timestamp))
-
-        def get_span_context(self):
-            return self._inner.get_span_context()
-
-        def set_attributes(self, attributes) -> None:
-            self._inner.set_attributes(attributes)
-
-        def set_attribute(self, key, value) -> None:
-            self._inner.set_attribute(key, value)
-
-        def add_link(self, context, attributes=None) -> None:
-            self._inner.add_link(context, attributes)
-
-        def update_name(self, name: str) -> None:
-            self._inner.update_name(name)
-
-        def is_recording(self) -> bool:
-            return self._inner.is_recording()
-
-        def set_status(self, status, description=None) -> None:
-            self._inner.set_status(status, description)
-
-        def record_exception(self, exception, attributes=None, timestamp=None, escaped=False) -> None:
-            self._inner.record_exception(exception, attributes, self._shift(timestamp), escaped)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._inner, name)
-
-    class BackdatedTracer(trace.Tracer):
-        def __init__(self, inner: trace.Tracer):
-            self._inner = inner
-
-        def start_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
-                       start_time=None, record_exception=True, set_status_on_exception=True):
-            offset = _backdate_ns.get()
-            span = self._inner.start_span(name, context, kind, attributes, links,
-                                          (start_time or time.time_ns()) - offset, record_exception,
-                                          set_status_on_exception)
-            return BackdatedSpan(span, offset) if offset else span
-
-        @contextlib.contextmanager
-        def start_as_current_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None,
-                                  links=None, start_time=None, record_exception=True, set_status_on_exception=True,
-                                  end_on_exit=True):
-            span = self.start_span(name, context, kind, attributes, links, start_time, record_exception,
-                                   set_status_on_exception)
-            with trace.use_span(span, end_on_exit=end_on_exit, record_exception=record_exception,
-                                set_status_on_exception=set_status_on_exception) as current:
-                yield current
-
-    class BackdatedTracerProvider(trace.TracerProvider):
-        """Hands out tracers whose spans start ``_backdate_ns`` in the past."""
-
-        def __init__(self, inner: Any):
-            self.inner = inner
-
-        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
-            return BackdatedTracer(self.inner.get_tracer(*args, **kwargs))
-
-    return BackdatedTracerProvider
+    span = tracer.start_span(name, start_time=simulated_now())
+    try:
+        with trace.use_span(span, end_on_exit=False):
+            yield span
+    finally:
+        span.end(simulated_now())
 
 
 # --- the simulated application --------------------------------------------------------------
@@ -346,7 +284,8 @@ class DemoApplication:
         self.budget = budget
         self.rng = rng
         self.tracers = {kind: tracer_providers[kind].get_tracer("promptprism.demo") for kind in SERVICES}
-        options = {"capture_content": capture_content, "context_window": CONTEXT_WINDOWS}
+        # Requests start on the simulated clock: the week's traffic is backdated.
+        options = {"capture_content": capture_content, "context_window": CONTEXT_WINDOWS, "clock": simulated_now}
         # max_retries=0: the fake provider's errors are part of the story; the
         # compactor's own repair attempt is what retries.
         self.channel_client = instrument_openai(
@@ -402,7 +341,7 @@ class DemoApplication:
         process_id = "channel-2" if conversation.scope == "mobile" else "channel-1"
         with correlation(conversation_id=conversation.conversation_id, message_id=message_id,
                          process_kind="channel", process_id=process_id), \
-                self.tracers["channel"].start_as_current_span("handle message") as turn_span:
+                simulated_span(self.tracers["channel"], "handle message") as turn_span:
             trace_id = format(turn_span.get_span_context().trace_id, "032x")
             self.traces.append(trace_id)
             conversation.history.append({"role": "user", "content": text})
@@ -460,7 +399,7 @@ class DemoApplication:
                                 "Compare the two print quotes and recommend one."])
         with correlation(conversation_id=conversation.conversation_id, process_kind="worker",
                          process_id=f"worker-{1 + self.worker_tasks % 2}"), \
-                self.tracers["worker"].start_as_current_span("background task") as task_span:
+                simulated_span(self.tracers["worker"], "background task") as task_span:
             self.traces.append(format(task_span.get_span_context().trace_id, "032x"))
             if self.worker_tasks % 4 == 0:
                 system: Any = ESCALATION_PROMPT  # not rendered through promptprism
@@ -524,7 +463,7 @@ class DemoApplication:
             with correlation(conversation_id=conversation.conversation_id, process_kind="compactor",
                              process_id="compactor-1", run_id=run_id, run_mode="batch", attempt=attempt,
                              record_id=conversation.conversation_id), \
-                    self.tracers["compactor"].start_as_current_span("compact conversation") as span:
+                    simulated_span(self.tracers["compactor"], "compact conversation") as span:
                 self.traces.append(format(span.get_span_context().trace_id, "032x"))
                 if not self.budget.take():
                     return
@@ -613,7 +552,6 @@ def run(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"anthropic(\.|$)")
     warnings.filterwarnings("ignore", message=r".*model .* is deprecated.*")
 
-    backdating_provider = _backdating_classes()
     tracing = {kind: _tracing(service) for kind, service in SERVICES.items()}
     endpoint = next(iter(tracing.values())).settings.endpoint
     print(f"promptprism demo: {args.requests} requests over {args.days} simulated days, "
@@ -622,8 +560,7 @@ def run(args: argparse.Namespace) -> int:
     with FakeProvider() as provider:
         application = DemoApplication(
             provider=provider,
-            tracer_providers={kind: backdating_provider(configured.tracer_provider)
-                              for kind, configured in tracing.items()},
+            tracer_providers={kind: configured.tracer_provider for kind, configured in tracing.items()},
             capture_content=not args.no_content, budget=budget, rng=random.Random(args.seed))
         result = application.run(args.days)
 

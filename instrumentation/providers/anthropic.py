@@ -8,7 +8,7 @@ wraps the client's httpx transport, see :mod:`.transport`.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .. import names
 from .transport import ContextWindow, ProviderSettings, http_client_of, instrument_http_client, uninstrument_http_client
@@ -21,14 +21,17 @@ Client = TypeVar("Client")
 
 
 def instrument_anthropic(client: Client, *, context_window: ContextWindow = None, tracer_provider: Any = None,
-                         capture_content: str | bool | None = None) -> Client:
+                         capture_content: str | bool | None = None,
+                         clock: Callable[[], int] | None = None) -> Client:
     """Record every Messages request ``client`` sends; returns the client.
 
     ``context_window`` (tokens: one number, a ``{model: tokens}`` mapping or a
-    callable) sets the manifest's headroom.
+    callable) sets the manifest's headroom. ``clock`` returns the Unix time
+    in ns at which a request starts (default: now), for replayed or simulated
+    traffic; the span keeps the request's real duration.
     """
     settings = ProviderSettings(names.PROVIDER_ANTHROPIC, ANTHROPIC_ROUTES, context_window, tracer_provider,
-                                capture_content)
+                                capture_content, clock)
     instrument_http_client(http_client_of(client), settings)
     return client
 

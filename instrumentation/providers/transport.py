@@ -69,6 +69,16 @@ class ProviderSettings:
     context_window: ContextWindow = None
     tracer_provider: Any = None
     capture_content: str | bool | None = None
+    clock: Callable[[], int] | None = None  # Unix ns a request starts at; None: now
+
+    def start_time(self) -> int | None:
+        if self.clock is None:
+            return None
+        try:
+            return int(self.clock())
+        except Exception as error:
+            report_failure("the clock callable raised; the request is recorded at the current time", error)
+            return None
 
     def dialect_for(self, request: Any) -> str | None:
         if str(getattr(request, "method", "")).upper() != "POST":
@@ -235,6 +245,7 @@ def begin(request: Any, settings: ProviderSettings) -> Recording | None:
             input_messages=input_messages(body, dialect) if capture else None,
             tracer_provider=settings.tracer_provider,
             capture_content=settings.capture_content,
+            start_time=settings.start_time(),
         )
         return Recording(call, dialect)
     except Exception as error:

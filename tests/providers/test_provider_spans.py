@@ -370,3 +370,27 @@ def test_gzip_compressed_answers_are_read_like_plain_ones(fake_provider, spans, 
     attributes = dict(spans.only().attributes)
     assert (attributes[names.GEN_AI_USAGE_INPUT_TOKENS], attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == sdk_usage
     assert attributes[names.GEN_AI_RESPONSE_FINISH_REASONS]
+
+
+@pytest.mark.parametrize("dialect", [names.DIALECT_CHAT_COMPLETIONS, names.DIALECT_ANTHROPIC_MESSAGES])
+def test_clock_backdates_requests_and_a_raising_clock_falls_back_to_now(fake_provider, spans, dialect):
+    import time
+
+    week_ago = time.time_ns() - 7 * 24 * 3600 * 10**9
+    client = make_client(dialect, fake_provider, spans, is_async=False, clock=lambda: week_ago)
+    send(client, dialect, request_arguments(dialect, rendered_prompt().text, stream=True), stream=True, is_async=False)
+    span = spans.only()
+    assert span.start_time == week_ago
+    assert {event.timestamp for event in span.events} == {week_ago}
+    assert 0 < span.end_time - week_ago < 60 * 10**9  # the real duration, not a week
+
+    def broken_clock() -> int:
+        raise RuntimeError("clock stopped")
+
+    before = failure_count()
+    client = make_client(dialect, fake_provider, spans, is_async=False, clock=broken_clock)
+    started = time.time_ns()
+    send(client, dialect, request_arguments(dialect, rendered_prompt().text, stream=False), stream=False,
+         is_async=False)
+    assert failure_count() == before + 1
+    assert spans.exporter.get_finished_spans()[-1].start_time >= started
