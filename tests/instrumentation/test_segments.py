@@ -291,3 +291,20 @@ def test_block_offsets_are_utf8_bytes_when_only_some_pieces_are_ascii():
     assert [(b.start, b.end) for b in prompt.blocks] == [(0, 6), (6, 11), (11, 19), (19, 25), (25, 29)]
     assert all(encoded[b.start:b.end].decode("utf-8") == b.content for b in prompt.blocks)
     assert prompt.byte_length == len(encoded)
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_inheritance_super_and_include_keep_blocks_in_sync_and_async_environments(is_async):
+    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+
+    sources = {"base.j2": "Head {% block body %}default{% endblock %} tail {{ a }}", "part.j2": "[{{ b }}]",
+               "child.j2": '{% extends "base.j2" %}{% block body %}{{ super() }} + {{ b }} {% include "part.j2" %}'
+                           "{% endblock %}"}
+    loader = jinja2.DictLoader(sources)
+    environment = prompt_environment(loader=loader, enable_async=is_async)
+    values = [block("a", "AAA", layer="x"), block("b", "BBB", layer="y")]
+    prompt = render_segmented(environment.get_template("child.j2"), values)
+    assert prompt.text == jinja2.Environment(loader=loader).get_template("child.j2").render(a="AAA", b="BBB")
+    assert [(b.name, b.content) for b in prompt.blocks] == [
+        ("template", "Head default + "), ("b", "BBB"), ("template", " ["), ("b", "BBB"), ("template", "] tail "),
+        ("a", "AAA")]
