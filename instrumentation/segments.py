@@ -137,9 +137,12 @@ def join_captured(pieces: Iterable[str]) -> str:
     if len(parts) % 3 != 1:
         return joined  # not as finalize wrote it: the top-level split will refuse it
     del parts[1::3]
-    # Only wrapped is set: a capture is never looked up as a declared value.
     captured = MarkedValue("".join(parts))
     captured.wrapped = joined
+    # A capture is not a declared value and is never looked up as one; should a
+    # forged key find it anyway, it lays out as prose.
+    captured.inline = True
+    captured.rank = _STABILITY_RANK[names.STABILITY_STATIC]
     return captured
 
 
@@ -390,7 +393,7 @@ def split_marked(rendered: str, values: Mapping[str, Value], *, template: Templa
     with them); empty block values vanish and the prose on both sides merges.
 
     Returns ``None`` when the sentinels are not as :func:`finalize` wrote them
-    (a filter cut or changed captured output): the caller must not guess a map.
+    (cut short, or around a changed key or text): the caller must not guess a map.
     """
     return split_rendered(rendered, {key: value.marked for key, value in values.items()}, tuple(values.values()),
                           template=template, template_stability=template_stability, context=context)
@@ -519,7 +522,8 @@ def build_prompt(parts: Iterable[str | Value], *, template: Template | None = No
 # --- recently rendered prompts -----------------------------------------------
 # Provider wrappers look a prompt up between render and send, usually within
 # the same request; 256 covers many concurrent conversations while bounding
-# memory to a few MiB even for 16 KiB prompts.
+# memory to a few MiB even for 16 KiB prompts (filed and pending prompts
+# together at most twice that: 8 MiB).
 REGISTRY_CAPACITY = 256
 
 # Keyed by the text itself: equivalent to keying by its sha256 (the text is
