@@ -255,7 +255,8 @@ class TemplateCatalog:
                  overrides_directory: str | os.PathLike[str] | None = None,
                  tokens: Mapping[str, str] | None = None, size_cap: int = DEFAULT_SIZE_CAP_BYTES,
                  environment: jinja2.Environment | None = None):
-        if environment is not None and environment.finalize is not finalize:
+        if environment is not None and (environment.finalize is not finalize
+                                        or environment.concat is not join_captured):
             raise TemplateError("the environment must come from prompt_environment() so values are marked")
         self.environment = environment or prompt_environment()
         self.size_cap = size_cap
