@@ -182,7 +182,7 @@ class Collector:
                                           token=config.ui_token, ready=self.ready),
                                    *config.ui_address, name="ui", **tls)
             self.ui.start()
-            ingest = Ingest(self.sink, self.metrics)
+            ingest = Ingest(self.sink, self.metrics, self._conversion_pool())
             self.http = ServerThread(traces_app(ingest, token=config.ingest_token,
                                                 receive_limit_bytes=config.receive_limit_bytes),
                                      *config.otlp_http_address, name="otlp-http", **tls)
@@ -196,6 +196,16 @@ class Collector:
             raise
         self.ready.set()
         return self
+
+    def _conversion_pool(self):
+        """The process-wide pool of ``ingest_workers`` processes, started now; None for in-process conversion."""
+        if not self.config.ingest_workers:
+            return None
+        from .workers import shared_pool
+
+        pool = shared_pool(self.config.ingest_workers)
+        pool.start()
+        return pool
 
     def stop(self) -> None:
         """Stop taking exports, flush what was acknowledged, then close the rest."""

@@ -26,6 +26,7 @@ PROMPTPRISM_RECEIVE_LIMIT_BYTES = "PROMPTPRISM_RECEIVE_LIMIT_BYTES"
 PROMPTPRISM_TLS_CERT_FILE = "PROMPTPRISM_TLS_CERT_FILE"
 PROMPTPRISM_TLS_KEY_FILE = "PROMPTPRISM_TLS_KEY_FILE"
 PROMPTPRISM_SPOOL_MAX_BYTES = "PROMPTPRISM_SPOOL_MAX_BYTES"
+PROMPTPRISM_INGEST_WORKERS = "PROMPTPRISM_INGEST_WORKERS"
 # SPEC §7: a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
 # tables + Distributed tables under the usual names); server store only.
 PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
@@ -40,6 +41,14 @@ DEFAULT_RECEIVE_LIMIT_BYTES = 64 * 1024 * 1024
 # Matches sink.DEFAULT_SPOOL_MAX_BYTES (not imported: config stays light):
 # a day of moderate traffic while ClickHouse is down, without filling a small disk.
 DEFAULT_SPOOL_MAX_BYTES = 2 * 1024 * 1024 * 1024
+# Default number of ingest worker processes: one per CPU, at most this many.
+# Past it the collector process (gRPC, chdb inserts) is the bottleneck, and
+# each worker holds an export or two (up to the receive limit each) in memory.
+MAX_DEFAULT_INGEST_WORKERS = 8
+
+
+def default_ingest_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_INGEST_WORKERS))
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,9 @@ SETTINGS: dict[str, Setting] = {
     "tls_key_file": Setting(PROMPTPRISM_TLS_KEY_FILE, None, "PEM private key for the certificate"),
     "spool_max_bytes": Setting(PROMPTPRISM_SPOOL_MAX_BYTES, DEFAULT_SPOOL_MAX_BYTES,
                                "on-disk spool bound while the store is down; past it, clients are told to retry"),
+    "ingest_workers": Setting(PROMPTPRISM_INGEST_WORKERS, None,
+                              "processes converting exports (default: one per CPU, at most "
+                              f"{MAX_DEFAULT_INGEST_WORKERS}); 0 converts in the collector process"),
     "clickhouse_cluster": Setting(PROMPTPRISM_CLICKHOUSE_CLUSTER, None,
                                   "ClickHouse cluster name: ON CLUSTER DDL, Replicated + Distributed tables"),
 }
@@ -113,6 +125,18 @@ def parse_positive_int(name: str, value: Any) -> int:
     return number
 
 
+def parse_ingest_workers(value: Any) -> int:
+    if value is None:
+        return default_ingest_workers()
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: expected a whole number") from None
+    if number < 0:
+        raise ConfigError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: must be 0 (no workers) or more")
+    return number
+
+
 def setting_names() -> tuple[str, ...]:
     return tuple(SETTINGS)
 
@@ -137,6 +161,7 @@ class CollectorConfig:
     tls_key_file: str | None = None
     spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES
     clickhouse_cluster: str | None = None
+    ingest_workers: int = 0
 
     @property
     def tls(self) -> bool:
@@ -178,6 +203,7 @@ class CollectorConfig:
             tls_key_file=None if key is None else str(key),
             spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"]),
             clickhouse_cluster=cluster,
+            ingest_workers=parse_ingest_workers(raw["ingest_workers"]),
         )
 
 

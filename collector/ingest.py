@@ -1,7 +1,10 @@
-"""One OTLP export, transport-independent: decode → reassemble → sink.
+"""One OTLP export, transport-independent: convert → sink → answer.
 
-Traces go through ``Ingest.export``; logs through ``Ingest.export_logs``
-(decode_logs → logs.split_logs → sink), with the same outcomes.
+Traces go through ``Ingest.export``, logs through ``Ingest.export_logs``,
+with the same outcomes. Conversion (parse, decode, reassemble, rows:
+``convert``) runs in a worker process when the collector has a pool
+(``workers``), else in the calling thread; the sink makes the tables
+durable in this process either way.
 
 Both receivers call ``Ingest.export`` with the decompressed payload and turn
 its outcome into their protocol's answer; they do no conversion of their
@@ -9,6 +12,7 @@ own. The outcome classes map onto SPEC §4's status codes:
 
 - ``MalformedPayload``   → gRPC INVALID_ARGUMENT / HTTP 400
 - ``Backpressure``       → gRPC UNAVAILABLE + RetryInfo / HTTP 503 + Retry-After
+  (also: every worker busy, a worker died mid-export)
 - ``StoreError``         → gRPC INTERNAL / HTTP 500 (the store refused the rows for good)
 - an ``ExportOutcome`` with ``rejected_spans`` → OTLP partial success
   (``rejected_log_records`` for logs).
@@ -16,31 +20,24 @@ own. The outcome classes map onto SPEC §4's status codes:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
 
-from . import decode_logs
-from .decode import MalformedPayload, decode_json, decode_protobuf
-from .logs import split_logs
+from .convert import ENCODING_JSON, ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, LOGS_TOKEN_PREFIX, ConvertedExport
+from .convert import convert as convert_in_process
+from .decode import MalformedPayload
+from .logsafe import describe_exception
 from .metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
-from .reassemble import reassemble
-from .records import IngestBatch
+from .store.base import StoreError
 
 logger = logging.getLogger(__name__)
 
-ENCODING_PROTOBUF = "protobuf"
-ENCODING_JSON = "json"
+__all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "LOGS_TOKEN_PREFIX", "ExportOutcome", "Ingest", "LogsExportOutcome"]
 
 # Warnings about bad payloads are logged at most once per this many seconds:
 # a misconfigured client sending garbage in a loop must not flood the log.
 WARNING_INTERVAL_SECONDS = 10.0
-
-
-# Prefixed to a logs payload before hashing it into the dedup token: the
-# sink remembers tokens of both signals in one set.
-LOGS_TOKEN_PREFIX = b"otlp-logs\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,61 +75,62 @@ class RateLimitedLog:
 
 
 class Ingest:
-    def __init__(self, sink, metrics: Metrics):
-        """``sink``: ``collector.sink.Sink`` (or anything with its ``accept``)."""
+    def __init__(self, sink, metrics: Metrics, pool=None):
+        """``sink``: ``collector.sink.Sink`` (or anything with its ``accept``);
+        ``pool``: a ``workers.ConversionPool``, or None to convert in the calling thread."""
         self.sink = sink
         self.metrics = metrics
+        self.pool = pool
         self.bad_payloads = RateLimitedLog()
 
     def export(self, payload: bytes, encoding: str, transport: str) -> ExportOutcome:
-        """Decode, reassemble and hand to the sink; returns once durable.
+        """Convert and hand to the sink; returns once durable.
 
         Raises MalformedPayload, sink.Backpressure or StoreError. The dedup
         token is the payload's sha256: a batch re-sent after a timeout has the
         same bytes, so the sink stores it once.
         """
-        try:
-            decoded = decode_json(payload) if encoding == ENCODING_JSON else decode_protobuf(payload)
-        except MalformedPayload as error:
-            # The reason, never the payload: it may hold prompt content.
-            self.bad_payloads.warning("malformed OTLP %s payload over %s (%d bytes): %s",
-                                      encoding, transport, len(payload), error.summary)
-            raise
-        records, unmapped = reassemble(decoded.spans)
-        batch = IngestBatch(decoded.spans, records, hashlib.sha256(payload).hexdigest(), unmapped)
-        self.sink.accept(batch)
-        self.metrics.batch_accepted(len(decoded.spans), decoded.rejected_spans, len(records),
-                                    sum(len(record.blocks) for record in records if record.mapped), unmapped)
-        if decoded.rejected_spans:
-            self.bad_payloads.warning("rejected %d span(s) over %s: %s", decoded.rejected_spans, transport,
-                                      decoded.error_message)
-        self.metrics.export_finished(transport, OUTCOME_PARTIAL if decoded.rejected_spans else OUTCOME_OK,
-                                     len(payload))
-        return ExportOutcome(len(decoded.spans), decoded.rejected_spans, decoded.error_message)
+        converted = self._convert(KIND_TRACES, payload, encoding, transport)
+        self.sink.accept(converted)
+        self.metrics.batch_accepted(converted.received, converted.rejected, converted.requests,
+                                    converted.mapped_blocks, converted.unmapped_reasons)
+        self._finish(converted, "span(s)", transport, len(payload))
+        return ExportOutcome(converted.received, converted.rejected, converted.error_message)
 
     def export_logs(self, payload: bytes, encoding: str, transport: str) -> LogsExportOutcome:
-        """Decode, split into GenAI content events and other records, hand to the sink.
+        """Convert into GenAI content events and other records, hand to the sink.
 
         Same contract as ``export``. Nothing waits for the spans these events
         belong to: the read side joins the two halves whenever both are stored.
         """
+        converted = self._convert(KIND_LOGS, payload, encoding, transport)
+        self.sink.accept(converted)
+        self.metrics.logs_accepted(converted.genai_events, converted.other_log_records, converted.rejected,
+                                   converted.unjoinable_genai_events)
+        self._finish(converted, "log record(s)", transport, len(payload))
+        return LogsExportOutcome(converted.received, converted.rejected, converted.error_message)
+
+    def _convert(self, kind: str, payload: bytes, encoding: str, transport: str) -> ConvertedExport:
         try:
-            if encoding == ENCODING_JSON:
-                decoded = decode_logs.decode_json(payload)
-            else:
-                decoded = decode_logs.decode_protobuf(payload)
+            if self.pool is not None:
+                return self.pool.convert(kind, payload, encoding)
+            try:
+                return convert_in_process(kind, payload, encoding)
+            except MalformedPayload:
+                raise
+            except Exception as error:  # a value the columns cannot hold: this export only
+                self.bad_payloads.warning("cannot convert an OTLP %s export: %s", kind, describe_exception(error))
+                raise StoreError("cannot convert the export") from None
         except MalformedPayload as error:
-            self.bad_payloads.warning("malformed OTLP logs %s payload over %s (%d bytes): %s",
-                                      encoding, transport, len(payload), error.summary)
+            # The reason, never the payload: it may hold prompt content.
+            signal = "" if kind == KIND_TRACES else f"{kind} "
+            self.bad_payloads.warning("malformed OTLP %s%s payload over %s (%d bytes): %s",
+                                      signal, encoding, transport, len(payload), error.summary)
             raise
-        split = split_logs(decoded.records)
-        token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
-        self.sink.accept(IngestBatch([], [], token, genai_events=split.genai_events, log_records=split.log_records))
-        self.metrics.logs_accepted(len(split.genai_events), len(split.log_records), decoded.rejected_log_records,
-                                   split.unjoinable_genai_events)
-        if decoded.rejected_log_records:
-            self.bad_payloads.warning("rejected %d log record(s) over %s: %s", decoded.rejected_log_records,
-                                      transport, decoded.error_message)
-        outcome = OUTCOME_PARTIAL if decoded.rejected_log_records else OUTCOME_OK
-        self.metrics.export_finished(transport, outcome, len(payload))
-        return LogsExportOutcome(len(decoded.records), decoded.rejected_log_records, decoded.error_message)
+
+    def _finish(self, converted: ConvertedExport, what: str, transport: str, payload_bytes: int) -> None:
+        if converted.rejected:
+            self.bad_payloads.warning("rejected %d %s over %s: %s", converted.rejected, what, transport,
+                                      converted.error_message)
+        self.metrics.export_finished(transport, OUTCOME_PARTIAL if converted.rejected else OUTCOME_OK,
+                                     payload_bytes)

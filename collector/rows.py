@@ -343,6 +343,17 @@ class TableSet:
     spans: int = 0
     requests: int = 0
 
+    def without_contents(self, already_stored: Collection[ContentKey]) -> "TableSet":
+        """The same rows minus ``contents`` rows whose key is durable already
+        (``contents_table`` lays out row n for ``content_keys[n]``)."""
+        keep = [key not in already_stored for key in self.content_keys]
+        if all(keep):
+            return self
+        tables = dict(self.tables)
+        tables["contents"] = tables["contents"].filter(pa.array(keep, pa.bool_()))
+        keys = [key for key, kept in zip(self.content_keys, keep) if kept]
+        return TableSet(tables, keys, self.spans, self.requests)
+
     def non_empty(self) -> list[tuple[str, pa.Table]]:
         return [(name, self.tables[name]) for name in ALL_TABLES if name in self.tables and self.tables[name].num_rows]
 

@@ -27,6 +27,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from .convert import ConvertedExport
 from .records import IngestBatch
 from .rows import ContentKey, TableSet, build_tables, merge_tables
 from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
@@ -88,7 +89,9 @@ def group_token(batch_tokens: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(batch_tokens)).encode("utf-8")).hexdigest()
 
 
-def estimate_bytes(batch: IngestBatch) -> int:
+def estimate_bytes(batch: IngestBatch | ConvertedExport) -> int:
+    if isinstance(batch, ConvertedExport):
+        return batch.nbytes  # laid out already: the tables' own size
     total = 0
     for span in batch.spans:
         total += SPAN_OVERHEAD_BYTES + 256 * len(span.events)
@@ -123,11 +126,19 @@ class _Recent:
             self._items.popitem(last=False)
 
 
+def batch_rows(batch: IngestBatch | ConvertedExport) -> int:
+    """Spans plus log records: a log record is a row like a span, both count against the group bound."""
+    if isinstance(batch, ConvertedExport):
+        return batch.rows
+    return len(batch.spans) + len(batch.genai_events) + len(batch.log_records)
+
+
 @dataclass
 class _Ticket:
-    batch: IngestBatch
+    batch: IngestBatch | ConvertedExport
     token: str
     size: int
+    rows: int
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
 
@@ -164,11 +175,16 @@ class Sink:
 
     # --- the receiver's side -----------------------------------------------
 
-    def accept(self, batch: IngestBatch) -> None:
-        """Return once ``batch`` is durable; raise Backpressure (retryable) or StoreError."""
-        if not batch.spans and not batch.records and not batch.genai_events and not batch.log_records:
+    def accept(self, batch: IngestBatch | ConvertedExport) -> None:
+        """Return once ``batch`` is durable; raise Backpressure (retryable) or StoreError.
+
+        ``batch``: decoded records (laid out as rows by the writer) or a
+        ``ConvertedExport`` whose tables are built already (by a worker).
+        """
+        rows = batch_rows(batch)
+        if not rows and not (batch.tables.requests if isinstance(batch, ConvertedExport) else batch.records):
             return
-        ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", estimate_bytes(batch))
+        ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", estimate_bytes(batch), rows)
         with self._condition:
             if self._closing:
                 raise Backpressure("the collector is shutting down", 1.0)
@@ -179,8 +195,9 @@ class Sink:
                 raise Backpressure("too many batches waiting to be written")
             self._queue.append(ticket)
             self._pending_bytes += ticket.size
-            self._count("spans_received", len(batch.spans))
-            self._count("log_records_received", len(batch.genai_events) + len(batch.log_records))
+            spans = batch.tables.spans if isinstance(batch, ConvertedExport) else len(batch.spans)
+            self._count("spans_received", spans)
+            self._count("log_records_received", rows - spans)
             self._condition.notify_all()
         if not ticket.done.wait(ACCEPT_TIMEOUT_SECONDS):
             self._count("backpressure")
@@ -225,8 +242,7 @@ class Sink:
             spans = size = 0
             while self._queue:
                 ticket = self._queue[0]
-                # A log record is a row like a span: both count against the bound.
-                rows = len(ticket.batch.spans) + len(ticket.batch.genai_events) + len(ticket.batch.log_records)
+                rows = ticket.rows
                 if group and (spans + rows > MAX_GROUP_SPANS or size + ticket.size > MAX_GROUP_BYTES):
                     break
                 group.append(self._queue.pop(0))
@@ -262,6 +278,9 @@ class Sink:
         parts: dict[str, TableSet] = {}
         for token, same in fresh.items():
             batch = same[0].batch
+            if isinstance(batch, ConvertedExport):
+                parts[token] = batch.tables.without_contents(self._recent_contents)
+                continue
             try:
                 parts[token] = build_tables(batch.spans, batch.records, self._recent_contents,
                                             genai_events=batch.genai_events, log_records=batch.log_records)

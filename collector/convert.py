@@ -1,0 +1,115 @@
+"""One OTLP export payload → the tables it writes. Pure, no I/O.
+
+Everything CPU-bound about an export happens here: parse, decode,
+reassemble, and laying out rows. ``Ingest`` runs it in a worker process
+(``workers``) or, with ``PROMPTPRISM_INGEST_WORKERS=0``, in the receiver's
+thread; either way the sink gets a ``ConvertedExport``: tables ready to
+insert plus the counts the metrics and the OTLP answer need.
+
+Content text is laid out without the sink's "recently stored" set (a worker
+cannot see it); the sink drops the rows it already holds
+(``TableSet.without_contents``) before inserting.
+
+The result crosses the process boundary as Arrow IPC bytes per table
+(``to_wire`` / ``from_wire``): one contiguous copy each, no per-row pickling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from . import decode_logs
+from .decode import decode_json, decode_protobuf
+from .logs import split_logs
+from .reassemble import reassemble
+from .rows import TableSet, build_tables
+
+ENCODING_PROTOBUF = "protobuf"
+ENCODING_JSON = "json"
+KIND_TRACES = "traces"
+KIND_LOGS = "logs"
+
+# Prefixed to a logs payload before hashing it into the dedup token: the
+# sink remembers tokens of both signals in one set.
+LOGS_TOKEN_PREFIX = b"otlp-logs\n"
+
+
+@dataclass(slots=True)
+class ConvertedExport:
+    """What one export writes and what its answer and metrics report."""
+
+    tables: TableSet
+    dedup_token: str
+    received: int = 0  # spans, or log records, accepted from the payload
+    rejected: int = 0  # left out for invalid ids (OTLP partial success)
+    error_message: str = ""
+    requests: int = 0
+    mapped_blocks: int = 0
+    unmapped_reasons: dict[str, int] = field(default_factory=dict)
+    genai_events: int = 0
+    other_log_records: int = 0
+    unjoinable_genai_events: int = 0
+
+    @property
+    def rows(self) -> int:
+        """Spans plus log records: what the sink's group bound counts."""
+        return self.tables.spans + self.genai_events + self.other_log_records
+
+    @property
+    def nbytes(self) -> int:
+        return sum(table.nbytes for table in self.tables.tables.values())
+
+
+def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
+    """A traces export's tables. Raises MalformedPayload."""
+    token = hashlib.sha256(payload).hexdigest()
+    decoded = decode_json(payload) if encoding == ENCODING_JSON else decode_protobuf(payload)
+    records, unmapped = reassemble(decoded.spans)
+    tables = build_tables(decoded.spans, records)
+    mapped_blocks = sum(len(record.blocks) for record in records if record.mapped)
+    return ConvertedExport(tables, token, len(decoded.spans), decoded.rejected_spans, decoded.error_message,
+                           len(records), mapped_blocks, unmapped)
+
+
+def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
+    """A logs export's tables: GenAI content events and the other records. Raises MalformedPayload."""
+    decode = decode_logs.decode_json if encoding == ENCODING_JSON else decode_logs.decode_protobuf
+    decoded = decode(payload)
+    split = split_logs(decoded.records)
+    tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records)
+    token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
+    return ConvertedExport(tables, token, len(decoded.records), decoded.rejected_log_records,
+                           decoded.error_message, genai_events=len(split.genai_events),
+                           other_log_records=len(split.log_records),
+                           unjoinable_genai_events=split.unjoinable_genai_events)
+
+
+def convert(kind: str, payload: bytes, encoding: str) -> ConvertedExport:
+    return convert_logs(payload, encoding) if kind == KIND_LOGS else convert_traces(payload, encoding)
+
+
+# --- across the process boundary ---------------------------------------------
+
+def _table_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def to_wire(converted: ConvertedExport) -> tuple:
+    """A picklable form whose tables are Arrow IPC streams (cheap to pickle: plain bytes)."""
+    tables = converted.tables
+    blobs = {name: _table_bytes(table) for name, table in tables.tables.items()}
+    wire_tables = (blobs, tables.content_keys, tables.spans, tables.requests)
+    fields = tuple(getattr(converted, name) for name in ConvertedExport.__slots__ if name != "tables")
+    return wire_tables, fields
+
+
+def from_wire(wire: tuple) -> ConvertedExport:
+    (blobs, content_keys, spans, requests), fields = wire
+    tables = {name: pa.ipc.open_stream(pa.py_buffer(blob)).read_all() for name, blob in blobs.items()}
+    return ConvertedExport(TableSet(tables, content_keys, spans, requests), *fields)
