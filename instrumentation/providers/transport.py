@@ -33,15 +33,10 @@ from opentelemetry.trace import Status, StatusCode
 
 from .. import names
 from ..capture import span_content_enabled
-from ..manifest import (
-    body_shape,
-    build_manifest,
-    safe_error_text,
-    safe_identifier,
-    system_prompt_candidates,
-    tool_definitions,
-)
+from ..dialects import body_shape, system_prompt_candidates, tool_definitions
+from ..manifest import build_manifest
 from ..record import RecordedRequest, ToolSpec, report_failure, start_llm_request
+from ..safe_text import safe_error_text, safe_identifier
 from ..segments import lookup_rendered
 from .responses import MAX_JSON_BYTES, ResponseParser, ServerSentEvents
 
