@@ -6,10 +6,9 @@ enough of each API for the official clients to parse it: JSON answers and SSE
 streams, usage with prompt-cache tokens, tool calls, provider-shaped errors.
 
 Standard library only (it ships in the base package). Replies are
-deterministic; the prompt cache is simulated the way providers do it: a
-request's prefix (tools, system, then messages) is hashed in fixed-size
-chunks, and the longest prefix seen before counts as cached — so a block that
-moves to the front breaks the cache, as it would for real.
+deterministic and the prompt cache is simulated the way providers do it
+(see :mod:`.fake_answers`, which builds every answer); this module is the
+HTTP server that routes requests and writes answers out.
 
 Failures are asked for through the model name, because that is the one field
 every client passes through untouched:
@@ -26,39 +25,35 @@ from __future__ import annotations
 
 import collections
 import gzip
-import hashlib
 import http.server
 import json
-import math
 import socket
 import threading
 import time
-import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
+
+from .fake_answers import (
+    MODEL_TRIGGER_ABORT_STREAM,
+    ROUTES,
+    Answer,
+    PrefixCache,
+    StreamAborted,
+)
 
 MODEL_TRIGGER_SERVER_ERROR = "fail-500"
 MODEL_TRIGGER_CLIENT_ERROR = "fail-400"
-MODEL_TRIGGER_ABORT_STREAM = "abort-stream"
 GZIP_HEADER = "x-fake-gzip"
 
-# Prefix-cache granularity: providers cache in blocks (OpenAI 128 tokens,
-# Anthropic at breakpoints); 256 bytes (~64 tokens) keeps small demo prompts
-# visibly cacheable while still losing the cache on any early change.
-CACHE_CHUNK_BYTES = 256
-# Below this a prefix is never cached, like the providers' minimum prompt size.
-CACHE_MINIMUM_BYTES = 1024
-# Chunk hashes remembered; oldest forgotten first. Bounds memory for long demos.
-CACHE_CAPACITY = 200_000
 # Requests kept for tests to inspect; a long demo must not grow without bound.
 RECEIVED_CAPACITY = 1_000
 # Bodies above this are refused (413), like a provider's request size limit.
 MAX_BODY_BYTES = 32 * 1024 * 1024
-# Same ~4 bytes per token as the manifest's estimate.
-BYTES_PER_TOKEN = 4
-# Words per streamed delta: several events per answer, as real streams have.
-STREAM_WORDS_PER_DELTA = 3
+
+# Importable from here as before: the demo resets the cache, tests read the triggers.
+__all__ = ["FakeProvider", "PrefixCache", "ReceivedRequest", "GZIP_HEADER", "MODEL_TRIGGER_ABORT_STREAM",
+           "MODEL_TRIGGER_CLIENT_ERROR", "MODEL_TRIGGER_SERVER_ERROR", "StreamAborted"]
 
 
 @dataclass(frozen=True)
@@ -69,119 +64,6 @@ class ReceivedRequest:
 
     def json(self) -> Any:
         return json.loads(self.body)
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int  # whole prompt, cached part included
-    cached_tokens: int
-    cache_creation_tokens: int
-    output_tokens: int
-
-
-class PrefixCache:
-    """Chained chunk hashes of request prefixes, bounded, thread-safe."""
-
-    def __init__(self, capacity: int = CACHE_CAPACITY):
-        self._capacity = capacity
-        self._seen: collections.OrderedDict[bytes, None] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def lookup_and_store(self, prefix: bytes, store: bool = True) -> int:
-        """Bytes of ``prefix`` already cached; then remember all of it."""
-        digests = []
-        digest = b""
-        for start in range(0, len(prefix) - CACHE_CHUNK_BYTES + 1, CACHE_CHUNK_BYTES):
-            digest = hashlib.sha256(digest + prefix[start:start + CACHE_CHUNK_BYTES]).digest()
-            digests.append(digest)
-        cached = 0
-        with self._lock:
-            for index, digest in enumerate(digests):
-                if digest not in self._seen:
-                    break
-                self._seen.move_to_end(digest)
-                cached = (index + 1) * CACHE_CHUNK_BYTES
-            if store and len(prefix) >= CACHE_MINIMUM_BYTES:
-                for digest in digests:
-                    self._seen[digest] = None
-                    self._seen.move_to_end(digest)
-                while len(self._seen) > self._capacity:
-                    self._seen.popitem(last=False)
-        return cached if cached >= CACHE_MINIMUM_BYTES else 0
-
-
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
-def _tokens(byte_count: int) -> int:
-    return math.ceil(byte_count / BYTES_PER_TOKEN) if byte_count > 0 else 0
-
-
-# --- what the model "says" --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    text: str
-    tool_name: str | None  # a tool call instead of text
-    tool_arguments: str
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(_text_of(part) for part in content)
-    if isinstance(content, Mapping):
-        for key in ("text", "content", "output"):
-            if key in content:
-                return _text_of(content[key])
-    return ""
-
-
-def _tool_name(tool: Any) -> str | None:
-    if not isinstance(tool, Mapping):
-        return None
-    inner = tool.get("function")
-    if isinstance(inner, Mapping):
-        return inner.get("name")
-    return tool.get("name") or tool.get("type")
-
-
-def _reply(body: Mapping[str, Any], history: list[Any]) -> Reply:
-    """A tool call when the request forces one, else a short deterministic answer."""
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-    choice = body.get("tool_choice")
-    forced: str | None = None
-    forces_any = choice in ("required", "any") or (isinstance(choice, Mapping) and choice.get("type") == "any")
-    if forces_any:
-        forced = _tool_name(tools[0]) if tools else None
-    elif isinstance(choice, Mapping):
-        inner = choice.get("function") if isinstance(choice.get("function"), Mapping) else choice
-        forced = inner.get("name") if isinstance(inner.get("name"), str) else None
-    last = _text_of(history[-1]) if history else ""
-    if forced:
-        arguments = json.dumps({"query": " ".join(last.split()[:6])})
-        return Reply(text="", tool_name=forced, tool_arguments=arguments)
-    words = len(last.split())
-    text = (f"Understood. I read {len(history)} messages; the last one had {words} words. "
-            "Here is a short, deterministic answer from the fake provider.")
-    return Reply(text=text, tool_name=None, tool_arguments="")
-
-
-def _words(text: str) -> Iterator[str]:
-    words = text.split(" ")
-    for start in range(0, len(words), STREAM_WORDS_PER_DELTA):
-        piece = " ".join(words[start:start + STREAM_WORDS_PER_DELTA])
-        yield piece if start == 0 else " " + piece
-
-
-# --- the server ---------------------------------------------------------------------------
-
-
-class StreamAborted(Exception):
-    """Raised inside the handler to cut a stream off mid-way (``abort-stream``)."""
 
 
 class FakeProvider:
@@ -229,18 +111,6 @@ class FakeProvider:
     def __exit__(self, *exc_info: Any) -> None:
         self.stop()
 
-    # --- usage --------------------------------------------------------------------
-
-    def usage_for(self, body: Mapping[str, Any], prefix_parts: list[Any], reply: Reply, *,
-                  writes_cache: bool) -> Usage:
-        prefix = b"".join(_canonical(part) for part in prefix_parts)
-        cached = self.cache.lookup_and_store(prefix, store=writes_cache)
-        input_tokens = _tokens(len(_canonical(dict(body))))
-        cached_tokens = min(_tokens(cached), input_tokens)
-        creation = max(_tokens(len(prefix)) - cached_tokens, 0) if writes_cache else 0
-        output = _tokens(len(reply.text) + len(reply.tool_arguments)) or 1
-        return Usage(input_tokens, cached_tokens, min(creation, input_tokens - cached_tokens), output)
-
 
 class _QuietServer(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -287,11 +157,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._send_json(400, {"error": {"message": "body is not an object", "type": "invalid_request_error"}})
             return
-        route = {
-            "/v1/chat/completions": self._chat_completions,
-            "/v1/responses": self._responses,
-            "/v1/messages": self._messages,
-        }.get(path)
+        route = ROUTES.get(path)
         if route is None:
             self._send_json(404, {"error": {"message": "unknown path", "type": "not_found_error"}})
             return
@@ -304,7 +170,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send_error(400, "invalid_request_error", f"The model `{model}` does not exist.", anthropic)
             return
         try:
-            route(body)
+            self._send_answer(route(body, self.provider.cache))
         except StreamAborted:
             # Leave the chunked body unterminated: the client sees a broken stream.
             self.close_connection = True
@@ -370,188 +236,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    def _maybe_abort(self, body: Mapping[str, Any], events_sent: int) -> None:
-        if MODEL_TRIGGER_ABORT_STREAM in str(body.get("model", "")) and events_sent >= 2:
-            raise StreamAborted()
-
-    # --- OpenAI Chat Completions ----------------------------------------------------------
-
-    def _chat_completions(self, body: dict[str, Any]) -> None:
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply = _reply(body, messages)
-        usage = self.provider.usage_for(body, [body.get("tools") or [], *messages], reply, writes_cache=True)
-        usage_json = {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-        }
-        identifier = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
-        model = body.get("model", "fake-model")
-        finish = "tool_calls" if reply.tool_name else "stop"
-        tool_call = {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                     "function": {"name": reply.tool_name, "arguments": reply.tool_arguments}}
-        if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
-            if reply.tool_name:
-                message["tool_calls"] = [tool_call]
-            self._send_json(200, {
-                "id": identifier, "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-                "usage": usage_json, "system_fingerprint": "fp_fake",
-            })
-            return
-
-        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-            return {"id": identifier, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
-
-        self._start_stream()
-        sent = 0
-        self._event(chunk({"role": "assistant", "content": ""}))
-        sent += 1
-        if reply.tool_name:
-            self._event(chunk({"tool_calls": [{"index": 0, **tool_call}]}))
-            sent += 1
-        for piece in _words(reply.text) if reply.text else ():
-            self._maybe_abort(body, sent)
-            self._event(chunk({"content": piece}))
-            sent += 1
-        self._maybe_abort(body, sent)
-        self._event(chunk({}, finish))
-        options = body.get("stream_options")
-        if isinstance(options, Mapping) and options.get("include_usage"):
-            self._event({"id": identifier, "object": "chat.completion.chunk", "created": created, "model": model,
-                         "choices": [], "usage": usage_json})
-        self._event("[DONE]")
-        self._end_stream()
-
-    # --- OpenAI Responses ---------------------------------------------------------------
-
-    def _responses(self, body: dict[str, Any]) -> None:
-        items = body.get("input")
-        history = items if isinstance(items, list) else ([items] if items is not None else [])
-        reply = _reply(body, history)
-        prefix = [body.get("tools") or [], body.get("instructions") or "", *history]
-        usage = self.provider.usage_for(body, prefix, reply, writes_cache=True)
-        usage_json = {
-            "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": usage.cached_tokens},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        }
-        identifier = f"resp_{uuid.uuid4().hex[:24]}"
-        item_id = f"msg_{uuid.uuid4().hex[:24]}"
-        if reply.tool_name:
-            item: dict[str, Any] = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
-                                    "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": reply.tool_name,
-                                    "arguments": reply.tool_arguments, "status": "completed"}
-        else:
-            item = {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
-                    "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}]}
-
-        def response(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
-            return {
-                "id": identifier, "object": "response", "created_at": time.time(), "status": status,
-                "model": body.get("model", "fake-model"), "output": output, "parallel_tool_calls": True,
-                "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
-                "instructions": body.get("instructions"), "error": None, "incomplete_details": None,
-                "metadata": {}, "temperature": body.get("temperature"), "top_p": None,
-                "usage": usage_json if with_usage else None,
-            }
-
-        if not body.get("stream"):
-            self._send_json(200, response("completed", [item], True))
+    def _send_answer(self, answer: Answer) -> None:
+        if answer.events is None:
+            self._send_json(200, answer.payload)
             return
         self._start_stream()
-        sequence = iter(range(1_000_000))
-
-        def event(kind: str, **fields: Any) -> None:
-            self._event({"type": kind, "sequence_number": next(sequence), **fields}, event=kind)
-
-        event("response.created", response=response("in_progress", [], False))
-        event("response.in_progress", response=response("in_progress", [], False))
-        if reply.tool_name:
-            event("response.output_item.added", output_index=0, item={**item, "arguments": "", "status": "in_progress"})
-            event("response.function_call_arguments.delta", output_index=0, item_id=item["id"], delta=reply.tool_arguments)
-            self._maybe_abort(body, 4)
-            event("response.function_call_arguments.done", output_index=0, item_id=item["id"], arguments=reply.tool_arguments)
-        else:
-            event("response.output_item.added", output_index=0,
-                  item={**item, "status": "in_progress", "content": []})
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            event("response.content_part.added", output_index=0, item_id=item_id, content_index=0, part=part)
-            sent = 4
-            for piece in _words(reply.text):
-                self._maybe_abort(body, sent)
-                event("response.output_text.delta", output_index=0, item_id=item_id, content_index=0,
-                      delta=piece, logprobs=[])
-                sent += 1
-            event("response.output_text.done", output_index=0, item_id=item_id, content_index=0,
-                  text=reply.text, logprobs=[])
-            event("response.content_part.done", output_index=0, item_id=item_id, content_index=0,
-                  part={**part, "text": reply.text})
-        event("response.output_item.done", output_index=0, item=item)
-        event("response.completed", response=response("completed", [item], True))
-        self._end_stream()
-
-    # --- Anthropic Messages --------------------------------------------------------------
-
-    def _messages(self, body: dict[str, Any]) -> None:
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        reply = _reply(body, messages)
-        system = body.get("system")
-        prefix = [body.get("tools") or [], system if system is not None else "", *messages]
-        # Anthropic writes the cache only where the request asks for it.
-        writes = b'"cache_control"' in _canonical(body)
-        usage = self.provider.usage_for(body, prefix, reply, writes_cache=writes)
-        uncached = max(usage.input_tokens - usage.cached_tokens - usage.cache_creation_tokens, 0)
-        usage_json = {
-            "input_tokens": uncached,
-            "cache_read_input_tokens": usage.cached_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_tokens,
-            "output_tokens": usage.output_tokens,
-        }
-        identifier = f"msg_{uuid.uuid4().hex[:24]}"
-        model = body.get("model", "fake-model")
-        stop = "tool_use" if reply.tool_name else "end_turn"
-        if reply.tool_name:
-            block: dict[str, Any] = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}",
-                                     "name": reply.tool_name, "input": json.loads(reply.tool_arguments)}
-        else:
-            block = {"type": "text", "text": reply.text}
-        message = {"id": identifier, "type": "message", "role": "assistant", "model": model,
-                   "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage_json}
-        if not body.get("stream"):
-            self._send_json(200, message)
-            return
-        self._start_stream()
-        start_usage = {**usage_json, "output_tokens": 1}
-        self._event({"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
-                                                          "usage": start_usage}}, event="message_start")
-        if reply.tool_name:
-            self._event({"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
-                        event="content_block_start")
-            self._maybe_abort(body, 2)
-            self._event({"type": "content_block_delta", "index": 0,
-                         "delta": {"type": "input_json_delta", "partial_json": reply.tool_arguments}},
-                        event="content_block_delta")
-        else:
-            self._event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                        event="content_block_start")
-            sent = 2
-            for piece in _words(reply.text):
-                self._maybe_abort(body, sent)
-                self._event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
-                            event="content_block_delta")
-                sent += 1
-        self._event({"type": "content_block_stop", "index": 0}, event="content_block_stop")
-        self._event({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                     "usage": {"output_tokens": usage.output_tokens}}, event="message_delta")
-        self._event({"type": "message_stop"}, event="message_stop")
+        for data, event in answer.events:
+            self._event(data, event)
         self._end_stream()
 
 
