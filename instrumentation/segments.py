@@ -49,8 +49,19 @@ from . import names
 # [prose, key, text, prose, key, text, prose, …].
 # Ten digits: about as many guesses as the 32-bit hex nonce this replaced.
 NONCE_DIGITS = 10
-_NONCE = f"{secrets.randbelow(10 ** NONCE_DIGITS):0{NONCE_DIGITS}d}"
-SENTINEL = f"\x0e{_NONCE}\x0f"
+
+
+def _draw_sentinel() -> str:
+    return f"\x0e{secrets.randbelow(10 ** NONCE_DIGITS):0{NONCE_DIGITS}d}\x0f"
+
+
+SENTINEL = _draw_sentinel()
+
+# The sentinel of the render in progress, for join_captured (Jinja2 calls it
+# with no way to pass one). SENTINEL except while a template renders again with
+# a one-off sentinel (templates.render_segmented, when SENTINEL cannot be
+# trusted); a context variable, so concurrent renders never see each other's.
+render_sentinel: ContextVar[str] = ContextVar("promptprism_render_sentinel", default=SENTINEL)
 
 _STABILITY_RANK = {stability: rank for rank, stability in enumerate(names.STABILITIES)}
 _UNKNOWN_RANK = len(names.STABILITIES)
@@ -71,9 +82,41 @@ def contains_sentinel(text: str) -> bool:
     return SENTINEL in text
 
 
-def wrap(key: str, text: str) -> str:
+def wrap(key: str, text: str, sentinel: str = SENTINEL) -> str:
     """``text`` marked for :func:`split_marked` under ``key`` (a value's name, or a position)."""
-    return f"{SENTINEL}{key}{SENTINEL}{text}{SENTINEL}"
+    return f"{sentinel}{key}{sentinel}{text}{sentinel}"
+
+
+def one_off_sentinel(*inputs: Any) -> str:
+    """A new sentinel that occurs in none of the strings in ``inputs``.
+
+    For a render that cannot use :data:`SENTINEL` (a value holds it, or a split
+    on it failed). Strings are searched inside dicts (keys too), lists, tuples
+    and sets, however nested; other objects are not looked into (their text
+    only exists once a template formats them), but the nonce is drawn after
+    they were made, so they could only hold it by guessing NONCE_DIGITS random digits.
+    """
+    texts: list[str] = []
+    pending = list(inputs)
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, (dict, list, tuple, set, frozenset)) and id(item) not in seen:
+            # By id, so a container that holds itself is walked once; ids stay
+            # unique because every container seen is held by the inputs (not
+            # so for items() tuples, hence keys and values separately).
+            seen.add(id(item))
+            if isinstance(item, dict):
+                pending.extend(item.keys())
+                pending.extend(item.values())
+            else:
+                pending.extend(item)
+    while True:
+        sentinel = _draw_sentinel()
+        if sentinel != SENTINEL and not any(sentinel in text for text in texts):
+            return sentinel
 
 
 # --- declared values ---------------------------------------------------------
@@ -110,12 +153,6 @@ def finalize(value: Any) -> Any:
     return value
 
 
-# False while a template renders with its values unmarked (the fallback when a
-# value holds a sentinel or a filter broke one): any sentinel in a capture is
-# then the value's own text, and the capture must stay exactly as Jinja2 joins it.
-captures_marked: ContextVar[bool] = ContextVar("promptprism_captures_marked", default=True)
-
-
 def join_captured(pieces: Iterable[str]) -> str:
     """Jinja2 ``concat`` hook: join captured output so filters see exact text and outputs keep their blocks.
 
@@ -129,11 +166,15 @@ def join_captured(pieces: Iterable[str]) -> str:
     ``{{ … }}`` unchanged is it output in its marked form, keeping the blocks
     of the values inside. (The top-level render is joined by
     ``templates.render_segmented`` itself, so the split sees every sentinel.)
+    The sentinel is the current render's (:data:`render_sentinel`): a one-off
+    sentinel's captures must be stripped like the process sentinel's, and a
+    value's own copy of the process sentinel is then just its text.
     """
     joined = "".join(pieces)
-    if SENTINEL not in joined or not captures_marked.get():
+    sentinel = render_sentinel.get()
+    if sentinel not in joined:
         return joined
-    parts = joined.split(SENTINEL)
+    parts = joined.split(sentinel)
     if len(parts) % 3 != 1:
         return joined  # not as finalize wrote it: the top-level split will refuse it
     del parts[1::3]
@@ -166,11 +207,16 @@ class Value:
         self.inline = inline
         self.collides = SENTINEL in text
         self.metadata = (name, layer, self.stability, source)  # a block's fields, ready for _build
-        self.marked = marked = MarkedValue(text)
-        marked.wrapped = wrap(name, text)
-        marked.inline = inline
+        self.marked = self.marked_with(SENTINEL)
+
+    def marked_with(self, sentinel: str) -> MarkedValue:
+        """This value's :class:`MarkedValue`, wrapped in ``sentinel`` (:attr:`marked` uses :data:`SENTINEL`)."""
+        marked = MarkedValue(self.text)
+        marked.wrapped = wrap(self.name, self.text, sentinel)
+        marked.inline = self.inline
         marked.rank = _STABILITY_RANK[self.stability] if self.stability in _STABILITY_RANK else _UNKNOWN_RANK
         marked.metadata = self.metadata
+        return marked
 
     def __repr__(self) -> str:
         kind = "inline" if self.inline else "block"
@@ -427,6 +473,33 @@ def split_rendered(rendered: str, marked: Mapping[str, Any], values: Collection[
     return prompt
 
 
+def strip_sentinels(rendered: str, marked: Mapping[str, Any], sentinel: str,
+                    changed: Callable[[Any], str] | None = None) -> str | None:
+    """The text of a render on ``sentinel`` with its sentinels and keys stripped, for a prompt recorded unmapped.
+
+    Checked like :func:`split_rendered`: every ``sentinel`` must sit in a
+    triple around a key of ``marked`` and that value's text, so nothing of the
+    sentinels is left behind. ``changed`` gives the one other text a triple may
+    hold: what a transformation of the whole marked form that leaves sentinels
+    and keys alone (HTML escaping) makes of the value's text; stripping then
+    gives exactly the transformed text. ``None`` for any other shape: what
+    Jinja2 alone would have rendered is then unknown.
+    """
+    parts = rendered.split(sentinel)
+    if len(parts) % 3 != 1:
+        return None
+    try:
+        found = list(map(marked.__getitem__, parts[1::3]))
+    except KeyError:
+        return None
+    texts = parts[2::3]
+    if found != texts and not (changed is not None and all(
+            text == value or text == changed(value) for value, text in zip(found, texts))):
+        return None
+    del parts[1::3]
+    return "".join(parts)
+
+
 def _marked_layout(parts: list[str], found: list[Any], template: Template | None,
                    template_stability: str) -> _Layout:
     """Blocks of a checked split: ``parts`` is [prose, value text, prose, …], ``found`` the values in order."""
@@ -495,13 +568,20 @@ class PromptBuilder:
         # The same rules as a template render: run the pieces through the sentinel split.
         # Keyed by position, not name: a builder may add two sections with the same name.
         values = {str(position): piece for position, piece in enumerate(self._pieces) if isinstance(piece, Value)}
-        if any(value.collides for value in values.values()) or any(
-                SENTINEL in piece for piece in self._pieces if not isinstance(piece, Value)):
-            text = "".join(piece.text if isinstance(piece, Value) else piece for piece in self._pieces)
+        collides = any(value.collides for value in values.values()) or any(
+            SENTINEL in piece for piece in self._pieces if not isinstance(piece, Value))
+        # Some text holding SENTINEL itself would be cut as ours: then the text
+        # comes from a split on a one-off sentinel that no piece holds, and the
+        # map is withheld, as for a template (SPEC §2).
+        sentinel = one_off_sentinel(
+            [piece.text if isinstance(piece, Value) else piece for piece in self._pieces]) if collides else SENTINEL
+        rendered = "".join(wrap(str(position), piece.text, sentinel) if isinstance(piece, Value) else piece
+                           for position, piece in enumerate(self._pieces))
+        if collides:
+            text = strip_sentinels(rendered, {key: value.text for key, value in values.items()}, sentinel)
+            assert text is not None  # no piece holds the sentinel, so the split cannot fail
             return unmapped(text, names.UNMAPPED_SENTINEL_COLLISION, template=self._template,
                             values=tuple(values.values()))
-        rendered = "".join(wrap(str(position), piece.text) if isinstance(piece, Value) else piece
-                           for position, piece in enumerate(self._pieces))
         prompt = split_marked(rendered, values, template=self._template, template_stability=self._stability)
         assert prompt is not None  # no sentinel anywhere but ours, so the split cannot fail
         return prompt

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping
 
 import jinja2
 from jinja2.compiler import CodeGenerator
+from markupsafe import escape
 
 from . import names
 from .segments import (
@@ -45,10 +46,12 @@ from .segments import (
     SegmentedPrompt,
     Template,
     Value,
-    captures_marked,
     finalize,
     join_captured,
+    one_off_sentinel,
+    render_sentinel,
     split_rendered,
+    strip_sentinels,
     unmapped,
 )
 
@@ -62,7 +65,12 @@ ENVIRONMENT_OPTIONS: Mapping[str, Any] = {"keep_trailing_newline": True, "autoes
 
 
 class TemplateError(ValueError):
-    """A template configuration problem: unknown name, or an override over the cap."""
+    """A template problem: unknown name, an override over the cap, or a render whose exact text is unknowable.
+
+    The last is raised by :func:`render_segmented` when code in the template or
+    its filters took apart the sentinels around a value (only code that reads
+    a marked value's internals can), so no split yields Jinja2's text.
+    """
 
 
 # Names the generated code uses for the marked-value class and for the output
@@ -143,7 +151,10 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
     ``values`` are :class:`Value` objects (or a mapping whose values they are);
     a later value of the same name wins, as in Jinja2. ``context`` holds
     undeclared variables (lists to loop over, flags): their output is prose.
-    ``stability`` is the template text's own stability.
+    ``stability`` is the template text's own stability. A value holding the
+    sentinel, or a render the split refuses, is rendered again on a one-off
+    sentinel and recorded unmapped (:func:`_render_unmapped`, which raises
+    :class:`TemplateError` in the one case where the exact text is unknowable).
     """
     if not isinstance(values, (list, tuple)):
         values = values.values() if isinstance(values, Mapping) else values
@@ -156,30 +167,61 @@ def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mappin
         variables[value.name] = value.marked
         collides = collides or value.collides
     if collides:
-        # The value's own text would be cut as if it were ours: render it unmarked,
-        # keep the exact text, record no map.
-        return unmapped(_render_unmarked(compiled, variables, values), names.UNMAPPED_SENTINEL_COLLISION,
-                        template=template, context=context, values=values)
+        # The value's own text would be cut as if it were ours.
+        return _render_unmapped(compiled, variables, values, names.UNMAPPED_SENTINEL_COLLISION,
+                                template=template, context=context)
     prompt = split_rendered(_render(compiled, variables), variables, values, template=template,
                             template_stability=stability, context=context)
     if prompt is not None:
         return prompt
-    # A filter cut or rewrote captured output that held sentinels ({% set %} +
-    # |truncate, say): stripping them would not give Jinja2's text. The app must
-    # still get exactly that, so render once more with the values unmarked.
-    return unmapped(_render_unmarked(compiled, variables, values), names.UNMAPPED_RENDER_ERROR, template=template,
-                    context=context, values=values)
+    # Sentinels reached the output in a shape the split refuses: an escaping
+    # output changed a value's text inside them, or a sentinel passed in
+    # undeclared context was cut. Stripping them would not give Jinja2's text.
+    return _render_unmapped(compiled, variables, values, names.UNMAPPED_RENDER_ERROR,
+                            template=template, context=context)
 
 
-def _render_unmarked(compiled: jinja2.Template, variables: dict[str, Any], values: tuple[Value, ...]) -> str:
-    """The render with every value as its plain text and captures joined as Jinja2 joins them."""
+def _render_unmapped(compiled: jinja2.Template, variables: dict[str, Any], values: tuple[Value, ...], reason: str,
+                     *, template: Template | None, context: Mapping[str, Any] | None) -> SegmentedPrompt:
+    """Render ``compiled`` again on a one-off sentinel and record its exact text unmapped, for ``reason``.
+
+    SENTINEL cannot be trusted for this render, but the text must still come
+    from a split (SPEC §2: no second, uninstrumented render path), so the same
+    marking render runs with a sentinel that none of the variables' strings
+    hold. Its split checks the sentinels as the first one does, and also
+    accepts a value's text HTML-escaped: an escaping output (``{% autoescape
+    %}``, or an environment made with ``autoescape=True``) escapes the whole
+    marked form, which leaves sentinels and keys alone, so stripping them
+    gives exactly Jinja2's escaped text. The map is withheld all the same.
+
+    Raises :class:`TemplateError` when even that split fails: the sentinels
+    were taken apart by code that read a marked value's internals, so what
+    Jinja2 alone would render is unknown. Returning a guess would silently give
+    the application a prompt nobody wrote, and only the template's own code
+    (its filters and globals) can cause this, so it is the developer's error to
+    see, like a Jinja2 syntax error, not a runtime condition to degrade around.
+    """
+    sentinel = one_off_sentinel(variables)
     for value in values:
-        variables[value.name] = value.text
-    token = captures_marked.set(False)
+        variables[value.name] = value.marked_with(sentinel)
+    token = render_sentinel.set(sentinel)
     try:
-        return _render(compiled, variables)
+        rendered = _render(compiled, variables)
     finally:
-        captures_marked.reset(token)
+        render_sentinel.reset(token)
+    text = strip_sentinels(rendered, variables, sentinel, _escaped)
+    if text is None:
+        name = template.name if template is not None else compiled.name
+        raise TemplateError(
+            f"{f'template {name!r}' if name else 'a template from a string'} took apart the sentinels promptprism "
+            "wraps around declared values (a filter or global reading a marked value's internals?), so its exact "
+            "text cannot be known; it is not rendered rather than rendered wrong")
+    return unmapped(text, reason, template=template, context=context, values=values)
+
+
+def _escaped(value: Any) -> str:
+    """What an escaping output makes of ``value``'s text inside its marked form."""
+    return str(escape(value))
 
 
 def _globals_of(compiled: jinja2.Template) -> dict[str, Any]:

@@ -210,6 +210,118 @@ def test_sentinels_that_do_not_survive_a_filter_fall_back_to_exact_unmapped_text
     assert prompt.unmapped_reason == names.UNMAPPED_RENDER_ERROR and prompt.blocks == ()
 
 
+def spy_on_renders(compiled, value_names):
+    """Record every render of ``compiled``: the sentinel in effect, the declared variables and the raw output.
+
+    ``render_segmented`` renders only through ``root_render_func``; the output
+    is recorded before any split or strip.
+    """
+    renders = []
+    original = compiled.root_render_func
+
+    def recording(context):
+        output = "".join(original(context))
+        renders.append((segments.render_sentinel.get(), {name: context.get(name) for name in value_names}, output))
+        yield output
+
+    compiled.root_render_func = recording
+    return renders
+
+
+def stripped(output, sentinel):
+    parts = output.split(sentinel)
+    del parts[1::3]
+    return "".join(parts)
+
+
+def test_a_collision_renders_only_through_the_marking_split_on_a_one_off_sentinel():
+    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+
+    hostile = f"<{SENTINEL}b{SENTINEL}bee{SENTINEL}>"
+    source = "{% set captured %}({{ b }}){% endset %}A {{ a }} B {{ b }} {{ captured }}"
+    compiled = prompt_environment().from_string(source)
+    renders = spy_on_renders(compiled, ["a", "b"])
+    prompt = render_segmented(compiled, [block("a", hostile, layer="one"), inline("b", "bee")])
+
+    assert prompt.text == PLAIN.from_string(source).render(a=hostile, b="bee")
+    assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION and prompt.blocks == ()
+    # Known before rendering, so the one render there is uses the one-off sentinel, with every value marked.
+    [(sentinel, variables, output)] = renders
+    assert all(variable.__class__ is segments.MarkedValue for variable in variables.values())
+    assert sentinel != SENTINEL and sentinel not in hostile
+    # The application's text is that render's output split on the sentinel and stripped:
+    # a, b, and b again inside the capture, whose marked form join_captured kept.
+    assert output.split(sentinel)[1::3] == ["a", "b", "b"]
+    assert stripped(output, sentinel) == prompt.text
+
+
+def test_a_split_refused_on_the_process_sentinel_is_redone_on_a_one_off_sentinel():
+    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+
+    # Escaping outputs escape the whole marked form: the text between the
+    # sentinels is no longer the value's, so the first split refuses the render.
+    source = "<p>{{ a }}</p>\n{% set captured %}[{{ a }}]{% endset %}{{ captured }} {{ b }}"
+    values = [block("a", "Tom & <Jerry>", layer="one"), block("b", "plain", layer="two")]
+    compiled = prompt_environment(autoescape=True).from_string(source)
+    renders = spy_on_renders(compiled, ["a", "b"])
+    prompt = render_segmented(compiled, values)
+
+    assert prompt.text == jinja2.Environment(autoescape=True).from_string(source).render(
+        a="Tom & <Jerry>", b="plain")
+    assert prompt.unmapped_reason == names.UNMAPPED_RENDER_ERROR and prompt.blocks == ()
+    [(first_sentinel, first_variables, _), (sentinel, variables, output)] = renders
+    assert all(variable.__class__ is segments.MarkedValue
+               for variable in (*first_variables.values(), *variables.values()))
+    assert first_sentinel == SENTINEL and sentinel != SENTINEL
+    assert output.count(sentinel) == 3 * 2 and stripped(output, sentinel) == prompt.text
+
+
+def test_sentinels_taken_apart_even_on_a_one_off_sentinel_raise_instead_of_guessing_the_text():
+    from promptprism.instrumentation.templates import TemplateError, prompt_environment, render_segmented
+
+    environment = prompt_environment()
+    # Only code that reads a marked value's internals can cut a sentinel short.
+    environment.filters["clip"] = lambda text: getattr(text, "wrapped", text)[:-1]
+    compiled = environment.from_string("Note: {{ a|clip }}")
+    renders = spy_on_renders(compiled, ["a"])
+    with pytest.raises(TemplateError, match="took apart the sentinels"):
+        render_segmented(compiled, [block("a", "text", layer="one")])
+    assert [sentinel == SENTINEL for sentinel, _, _ in renders] == [True, False]
+
+
+def test_the_one_off_sentinel_occurs_in_no_string_of_the_variables(monkeypatch):
+    nested = "deep \x0e0000000001\x0f text"
+    looped = {"list": [("tuple", {"key": frozenset({nested})})]}
+    looped["itself"] = looped
+    drawn = iter(["\x0e0000000001\x0f", SENTINEL, "\x0e0000000002\x0f"])
+    monkeypatch.setattr(segments, "_draw_sentinel", lambda: next(drawn))
+    assert segments.one_off_sentinel(looped, "other") == "\x0e0000000002\x0f"
+
+    # A render that needs one then strips only its own sentinel, leaving the context's text alone.
+    drawn = iter(["\x0e0000000001\x0f", "\x0e0000000002\x0f"])
+    source = "{{ a }} {% for item in items %}{{ item }}{% endfor %}"
+    values = [block("a", SENTINEL, layer="one")]
+    prompt = render_string(source, values, context={"items": [nested]})
+    assert prompt.text == PLAIN.from_string(source).render(a=SENTINEL, items=[nested])
+    assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+
+
+def test_builder_collision_text_comes_from_a_split_on_a_one_off_sentinel(monkeypatch):
+    splits = []
+    original = segments.strip_sentinels
+
+    def recording(rendered, marked, sentinel, changed=None):
+        splits.append((rendered, sentinel))
+        return original(rendered, marked, sentinel, changed)
+
+    monkeypatch.setattr(segments, "strip_sentinels", recording)
+    prompt = build_prompt([f"static {SENTINEL} ", block("x", "value", layer="l")])
+    assert prompt.text == f"static {SENTINEL} value"
+    assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+    [(rendered, sentinel)] = splits
+    assert sentinel != SENTINEL and rendered == f"static {SENTINEL} {sentinel}1{sentinel}value{sentinel}"
+
+
 def test_builder_sections_may_share_a_name():
     prompt = build_prompt([block("doc", "one", layer="knowledge"), "\n", block("doc", "two", layer="knowledge")])
     assert [(b.name, b.content) for b in prompt.blocks] == [("doc", "one"), ("template", "\n"), ("doc", "two")]

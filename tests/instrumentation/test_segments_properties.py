@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from promptprism.instrumentation import names
 from promptprism.instrumentation.segments import SENTINEL, block, inline
-from promptprism.instrumentation.templates import render_string
+from promptprism.instrumentation.templates import prompt_environment, render_segmented, render_string
 
 PLAIN = jinja2.Environment(keep_trailing_newline=True, autoescape=False)
+PLAIN_ESCAPING = jinja2.Environment(keep_trailing_newline=True, autoescape=True)
+ESCAPING = prompt_environment(autoescape=True)
 
 VARIABLES = ("alpha", "beta", "gamma", "delta")
 
@@ -26,7 +28,7 @@ literal_text = st.text(
 value_text = st.one_of(
     st.text(max_size=10),
     st.just(""),
-    st.sampled_from(["é", "日本語", "🙂🙂", "\ue000", "\x1e", "\x1f\x1e", "a\r\nb", "\x00"]),
+    st.sampled_from(["é", "日本語", "🙂🙂", "\ue000", "\x1e", "\x1f\x1e", "a\r\nb", "\x00", "<b>&'\"", "plain"]),
     # Values that look like (or are) sentinels.
     st.sampled_from([SENTINEL, f"x{SENTINEL}alpha{SENTINEL}y", f"{SENTINEL}beta{SENTINEL}{SENTINEL}",
                      SENTINEL[:-1], SENTINEL[1:], SENTINEL * 3]),
@@ -189,3 +191,19 @@ def test_captured_and_filtered_output_keeps_the_exact_text(source, values):
         assert position == len(encoded)
     else:
         assert prompt.unmapped_reason in (names.UNMAPPED_SENTINEL_COLLISION, names.UNMAPPED_RENDER_ERROR)
+
+
+@settings(max_examples=200, deadline=None)
+@given(source=st.one_of(template_pieces(), captured_templates()), values=declared_values())
+def test_escaping_environments_keep_the_exact_text(source, values):
+    # An escaping output escapes a value's marked form, sentinels included: the
+    # split on the process sentinel refuses it whenever escaping changed a
+    # value's text, and the text must then still be Jinja2's, escaped.
+    prompt = render_segmented(ESCAPING.from_string(source), values)
+    assert prompt.text == PLAIN_ESCAPING.from_string(source).render({value.name: value.text for value in values})
+    if any(SENTINEL in value.text for value in values):
+        assert prompt.unmapped_reason == names.UNMAPPED_SENTINEL_COLLISION
+    elif not prompt.mapped:
+        assert prompt.unmapped_reason == names.UNMAPPED_RENDER_ERROR
+    else:
+        assert "".join(current.content for current in prompt.blocks) == prompt.text
