@@ -1,0 +1,100 @@
+"""A named insight query and the two front doors it is rendered for.
+
+Each query is written once with a handful of ``{{slot}}`` placeholders;
+:meth:`InsightQuery.render` fills them for ``STORE`` (the collector's API:
+bound ClickHouse parameters) or ``GRAFANA`` (the ClickHouse plugin's macros
+and dashboard variables). The queries themselves are in ``growth_queries``,
+``cache_queries`` and ``queries``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# The usual rule of thumb for English prose and code in BPE tokenizers; the
+# manifest's own estimate (requests.tokens_estimate) uses the same ratio.
+BYTES_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    slots: dict[str, str]
+    # Slots that take a column argument: {{time_filter:started_at}}.
+    column_slots: dict[str, str] = field(default_factory=dict)
+
+
+STORE = Dialect(
+    "store",
+    slots={
+        "db": "{db:Identifier}",
+        "from": "toDateTime({since:Int64}, 'UTC')",
+        "to": "toDateTime({until:Int64}, 'UTC')",
+        "bucket_seconds": "{bucket_seconds:UInt32}",
+        "dimension": "{dimension:String}",
+        "limit": "{limit:UInt32}",
+        "filters": (
+            "({service:String} = '' OR service = {service:String})"
+            " AND ({model:String} = '' OR model = {model:String})"
+            " AND ({process:String} = '' OR process_kind = {process:String})"
+        ),
+        "conversation_filter": "({conversation:String} = '' OR conversation_id = {conversation:String})",
+    },
+    column_slots={
+        "time_filter": "{column} >= toDateTime({{since:Int64}}, 'UTC') AND {column} <= toDateTime({{until:Int64}}, 'UTC')",
+        "bucket": "toStartOfInterval(toDateTime({column}), INTERVAL {{bucket_seconds:UInt32}} second)",
+    },
+)
+
+# Dashboard variables the Grafana rendering refers to (grafana.py defines them).
+GRAFANA = Dialect(
+    "grafana",
+    slots={
+        "db": "${database}",
+        "from": "$__fromTime",
+        "to": "$__toTime",
+        "bucket_seconds": "$__interval_s",
+        "dimension": "${dimension:singlequote}",
+        # A table shows the worst offenders first; 500 rows is more than a
+        # panel can usefully show and keeps the browser responsive.
+        "limit": "500",
+        "filters": (
+            "$__conditionalAll(service IN (${service:singlequote}), $service)"
+            " AND $__conditionalAll(model IN (${model:singlequote}), $model)"
+            " AND $__conditionalAll(process_kind IN (${process:singlequote}), $process)"
+        ),
+        # Conversations are drilled into from the inspector, not the dashboard.
+        "conversation_filter": "1 = 1",
+    },
+    column_slots={
+        "time_filter": "$__timeFilter({column})",
+        "bucket": "$__timeInterval({column})",
+    },
+)
+
+_SLOT = re.compile(r"\{\{([a-z_]+)(?::([a-z_]+))?\}\}")
+
+
+@dataclass(frozen=True)
+class InsightQuery:
+    """One named query. ``panel`` says how Grafana shows it: ``timeseries``
+    queries return ``time`` first, then an optional string series column,
+    then numbers; ``table`` and ``stat`` queries return rows."""
+
+    name: str
+    title: str
+    description: str
+    panel: str
+    sql: str
+    # The parameters the STORE rendering binds (besides db).
+    params: tuple[str, ...]
+
+    def render(self, dialect: Dialect) -> str:
+        def replace(match: re.Match) -> str:
+            slot, column = match.group(1), match.group(2)
+            if column is not None:
+                return dialect.column_slots[slot].format(column=column)
+            return dialect.slots[slot]
+
+        return _SLOT.sub(replace, self.sql).strip()
