@@ -16,6 +16,7 @@ import sys
 from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
+from ..formatting import byte_size, signed_byte_size, signed_count
 from . import CommandError
 from ._client import get_json
 
@@ -87,26 +88,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # --- formatting ----------------------------------------------------------------
+# The terminal's conventions: "-" for a missing value, a missing change is none.
 
 def human_bytes(value: Any) -> str:
-    if value is None:
-        return "-"
-    number = int(value)
-    if abs(number) < 1024:
-        return f"{number:,} B"
-    if abs(number) < 1024 * 1024:
-        return f"{number / 1024:.1f} KiB"
-    return f"{number / (1024 * 1024):.2f} MiB"
+    return "-" if value is None else byte_size(int(value))
 
 
 def signed_bytes(value: Any) -> str:
-    number = int(value or 0)
-    return ("+" if number > 0 else "-" if number < 0 else "±") + human_bytes(abs(number))
+    return signed_byte_size(int(value or 0))
 
 
 def signed(value: Any) -> str:
-    number = int(value or 0)
-    return f"{number:+,}" if number else "±0"
+    return signed_count(int(value or 0))
 
 
 def percent(value: Any) -> str:

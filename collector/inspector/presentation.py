@@ -11,6 +11,8 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from ..formatting import MINUS_SIGN, byte_size, signed_byte_size, signed_count
+
 # Fixed hues for the layers SPEC §2 names, so a layer keeps its colour from
 # page to page; any other layer gets a hue derived from its name.
 LAYER_HUES = {
@@ -43,31 +45,17 @@ def layer_style(layer: str) -> str:
     return f"--hue: {layer_hue(layer)}; --saturation: 62%"
 
 
+# The page's conventions: "–" for a missing value, the typographic minus sign.
 def human_bytes(value: Any) -> str:
-    if value is None:
-        return "–"
-    number = int(value)
-    if abs(number) < 1024:
-        return f"{number:,} B"
-    if abs(number) < 1024 * 1024:
-        return f"{number / 1024:.1f} KiB"
-    return f"{number / (1024 * 1024):.2f} MiB"
+    return "–" if value is None else byte_size(int(value))
 
 
 def signed_bytes(value: Any) -> str:
-    if value is None:
-        return "–"
-    number = int(value)
-    if number == 0:
-        return "±0 B"
-    return ("+" if number > 0 else "−") + human_bytes(abs(number))
+    return "–" if value is None else signed_byte_size(int(value), minus=MINUS_SIGN)
 
 
 def signed(value: Any) -> str:
-    if value is None:
-        return "–"
-    number = int(value)
-    return f"+{number:,}" if number > 0 else ("±0" if number == 0 else f"−{abs(number):,}")
+    return "–" if value is None else signed_count(int(value), minus=MINUS_SIGN)
 
 
 def percent(value: Any) -> str:
