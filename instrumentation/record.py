@@ -195,6 +195,16 @@ def _captured(text: str, what: str) -> tuple[str | None, bool]:
     return content, changed
 
 
+def _add_content(attributes: dict[str, AttributeValue], text: str, what: str, content_key: str,
+                 redacted_key: str) -> None:
+    """An event's captured content, flagged when the redactor changed it; nothing when not capturable."""
+    content, changed = _captured(text, what)
+    if content is not None:
+        attributes[content_key] = content
+        if changed:
+            attributes[redacted_key] = True
+
+
 def _resolve_prompt(prompt: SegmentedPrompt | str | None) -> SegmentedPrompt | None:
     if prompt is None or isinstance(prompt, SegmentedPrompt):
         return prompt
@@ -240,11 +250,8 @@ def _add_block_events(span: Span, prompt: SegmentedPrompt, capture: bool, timest
             names.BLOCK_SHA256: block.sha256,
         }
         if capture:
-            content, changed = _captured(block.content, f"block {block.name!r}")
-            if content is not None:
-                attributes[names.BLOCK_CONTENT] = content
-                if changed:
-                    attributes[names.BLOCK_REDACTED] = True
+            _add_content(attributes, block.content, f"block {block.name!r}", names.BLOCK_CONTENT,
+                         names.BLOCK_REDACTED)
         span.add_event(names.EVENT_PROMPT_BLOCK, attributes, timestamp)
 
 
@@ -257,11 +264,7 @@ def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, times
             names.TOOL_SHA256: hashlib.sha256(encoded).hexdigest(),
         }
         if capture:
-            content, changed = _captured(tool.definition, f"tool {tool.name!r}")
-            if content is not None:
-                attributes[names.TOOL_CONTENT] = content
-                if changed:
-                    attributes[names.TOOL_REDACTED] = True
+            _add_content(attributes, tool.definition, f"tool {tool.name!r}", names.TOOL_CONTENT, names.TOOL_REDACTED)
         span.add_event(names.EVENT_TOOL_DEFINITION, attributes, timestamp)
 
 
