@@ -137,6 +137,12 @@ def _limit(value: Any, default: int) -> int:
     return number
 
 
+def _listing_params(window: Window, filters: Filters, bucket_seconds: int, limit: Any) -> dict[str, Any]:
+    """Parameters of the cache and headroom groups: window, bucket, filters and a row limit."""
+    return {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
+            "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
+
+
 def run(store: Store, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Run one named query (STORE rendering) with exactly the parameters it declares."""
     query = QUERIES[name]
@@ -228,8 +234,7 @@ def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]
 def cache(store: Store, window: Window, filters: Filters, *, limit: Any = None,
           bucket: Any = None) -> dict[str, Any]:
     bucket_seconds = bucket_for(window, bucket)
-    params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
-              "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
+    params = _listing_params(window, filters, bucket_seconds, limit)
     series = run(store, "cache_series", params)
     by_block = run(store, "cache_breaks_by_block", params)
     misordered = run(store, "cache_misordered", params)
@@ -288,8 +293,7 @@ def cache_summary(counts: Mapping[str, int], by_block: list[Mapping[str, Any]],
 def headroom(store: Store, window: Window, filters: Filters, *, limit: Any = None,
              bucket: Any = None) -> dict[str, Any]:
     bucket_seconds = bucket_for(window, bucket)
-    params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
-              "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
+    params = _listing_params(window, filters, bucket_seconds, limit)
     series = run(store, "headroom_series", params)
     rows = run(store, "headroom_requests", params)
     return {
