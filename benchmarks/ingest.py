@@ -197,6 +197,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=8, help="exports of 512 spans per run (default 8)")
     parser.add_argument("--default-gc", action="store_true", help="keep CPython's GC thresholds for the collector run")
+    parser.add_argument("--ingest-workers", type=int, default=None, metavar="N",
+                        help="conversion processes for the collector run (default: the collector's; 0 = in-process)")
     parser.add_argument("--stages", action="store_true",
                         help="only time each stage on one export (its own chdb store: one per process)")
     args = parser.parse_args()
@@ -224,9 +226,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="promptprism-bench-") as data_dir:
         config = CollectorConfig.load({"data_dir": data_dir, "otlp_grpc_address": f"127.0.0.1:{free_port()}",
                                        "otlp_http_address": f"127.0.0.1:{free_port()}",
-                                       "ui_address": f"127.0.0.1:{free_port()}"}, environ={})
+                                       "ui_address": f"127.0.0.1:{free_port()}",
+                                       "ingest_workers": args.ingest_workers}, environ={})
         with Collector(config) as collector:
             target = collector.endpoints()["otlp_grpc"].removeprefix("http://")
+            print(f"collector: {collector.config.ingest_workers} ingest worker process(es)", flush=True)
             drive(target, warmup)
             rates["collector"] = report("collector", spans, drive(target, payloads))
             stored = collector.store.query(

@@ -44,8 +44,13 @@ def strings(values: list, stringify: Callable[[Any], str]) -> pa.Array:
     ``int`` (not ``bool``) is written in decimal by every convention here,
     so it skips the call: block events carry four ints each.
     """
+    if set(map(type, values)) <= _ONLY_STR:  # one C pass; map keys from OTLP are always str
+        return pa.array(values, pa.string())
     return pa.array([value if (kind := value.__class__) is str else str(value) if kind is int else stringify(value)
                      for value in values], pa.string())
+
+
+_ONLY_STR = frozenset({str})
 
 
 class MapColumn:
