@@ -206,6 +206,7 @@ def render(*, growth: Mapping[str, Any], growth_by_layer: Mapping[str, Any], cac
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>promptprism overview</title>
 <style>{_STYLE}</style></head><body>
+<p><a href="/">← requests</a></p>
 <h1>promptprism overview</h1>
 <p>{escape(window['since'])} – {escape(window['until'])} against the period of the same length before it.
 JSON: <a href="/api/insight/growth{escape(api_query)}">growth</a>,

@@ -139,3 +139,12 @@ def test_trace_page_has_a_layer_legend(site):
     legend = re.search(r'<p class="legend-layers">(.*?)</p>', text, re.S).group(1)
     assert re.findall(r"</span>(\w+) ", legend) == ["identity", "template", "instructions", "memory", "knowledge",
                                                      "state", "skills"]
+
+
+def test_every_page_links_to_the_request_list_and_the_overview(site):
+    index = page(site, "/")
+    request_path = re.search(r'href="(/requests/[0-9a-f]{16})"', index).group(1)
+    for path in ("/", request_path):
+        text = page(site, path)
+        assert '<a href="/overview">' in text and '<a href="/">' in text, path
+    assert '<a href="/">' in page(site, "/overview")
