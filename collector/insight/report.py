@@ -9,6 +9,7 @@ a store.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ def parse_time(text: str | int | float | None, *, now: float) -> int | None:
         return int(text)
     value = str(text).strip()
     if value == "now":
-        return int(now)
+        return math.ceil(now)
     relative = _RELATIVE.match(value)
     if relative:
         return int(now) - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
@@ -85,7 +86,10 @@ class Window:
     def parse(cls, since: Any = None, until: Any = None, *, now: float | None = None) -> "Window":
         now = time.time() if now is None else now
         end = parse_time(until, now=now)
-        end = int(now) if end is None else end
+        # Round the default end up: the window is whole seconds compared with
+        # nanosecond start times, and truncating now would leave out requests
+        # stored in the current second.
+        end = math.ceil(now) if end is None else end
         start = parse_time(since, now=end)
         start = parse_time(DEFAULT_SINCE, now=end) if start is None else start
         if start >= end:

@@ -195,3 +195,14 @@ def test_summary_is_pure():
     total = report.total_from_attribution(attribution)
     assert report.growth_summary(total, attribution) == (
         "prompt +18.0 % (+180 B ≈ +45 tokens per request): skills_prompt +14.0 %, memory +4.0 %")
+
+
+def test_default_window_ends_after_requests_of_the_current_second():
+    """A request stored 0.9 s into the current second is inside the default window."""
+    from promptprism.collector.insight.report import Window
+
+    now = 1_764_498_462.95
+    window = Window.parse(since="1h", now=now)
+    assert window.until >= now  # whole seconds, rounded up
+    assert Window.parse(since="1h", until="now", now=now).until >= now
+    assert window.seconds == 3600
