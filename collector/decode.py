@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -61,47 +62,85 @@ class DecodeResult:
 
     @property
     def error_message(self) -> str:
-        if not self.rejected_spans:
-            return ""
-        more = self.rejected_spans - len(self.rejection_details)
-        suffix = f"; and {more} more" if more > 0 else ""
-        return f"rejected {self.rejected_spans} span(s): " + "; ".join(self.rejection_details) + suffix
+        return rejection_message(self.rejected_spans, self.rejection_details, "span(s)")
 
 
-# --- parsing ---------------------------------------------------------------
+def rejection_message(rejected: int, details: list[str], noun: str) -> str:
+    """The partial-success message: the first details, then how many more."""
+    if not rejected:
+        return ""
+    more = rejected - len(details)
+    suffix = f"; and {more} more" if more > 0 else ""
+    return f"rejected {rejected} {noun}: " + "; ".join(details) + suffix
 
 
-def parse_protobuf(payload: bytes) -> ExportTraceServiceRequest:
-    request = ExportTraceServiceRequest()
+# --- parsing (shared by traces and logs) -------------------------------------
+
+
+def parse_protobuf_request(payload: bytes, request_type: type) -> Any:
+    request = request_type()
     try:
         request.ParseFromString(payload)
     except (DecodeError, ValueError, TypeError) as error:
-        raise MalformedPayload(f"not an OTLP ExportTraceServiceRequest: {error}") from None
+        raise MalformedPayload(f"not an OTLP {request_type.__name__}: {error}") from None
     return request
 
 
-def parse_json(payload: bytes) -> ExportTraceServiceRequest:
-    """OTLP/JSON: proto3 JSON mapping, except that trace and span ids are hex
-    (not base64) and enums are integers. Keys may be lowerCamelCase or the
-    proto field names; unknown keys are ignored (OTLP spec)."""
+def load_json_object(payload: bytes) -> dict:
     try:
         document = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as error:
         raise MalformedPayload(f"not JSON: {error}") from None
     if not isinstance(document, dict):
         raise MalformedPayload("OTLP/JSON body must be an object")
-    for resource_spans in _items(document, "resourceSpans", "resource_spans"):
-        for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
-            for span in _items(scope_spans, "spans", "spans"):
-                _hex_ids_to_base64(span)
-                for link in _items(span, "links", "links"):
-                    _hex_ids_to_base64(link)
-    request = ExportTraceServiceRequest()
+    return document
+
+
+def parse_json_document(document: dict, request_type: type) -> Any:
+    """proto3 JSON → ``request_type`` once the hex ids are base64 (see ``hex_ids_to_base64``)."""
+    request = request_type()
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=MAX_VALUE_DEPTH * 2)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
         raise MalformedPayload(f"not OTLP/JSON: {error}") from None
     return request
+
+
+def hex_ids_to_base64(message: dict, id_keys: tuple[tuple[str, str], ...], unparseable: str) -> None:
+    """Rewrite hex ids (OTLP/JSON) as the base64 proto3 JSON expects; an id
+    that is not hex becomes ``unparseable``, which the caller chooses so that
+    id validation rejects that one item rather than the whole payload."""
+    for camel, snake in id_keys:
+        for key in (camel, snake):
+            if key in message:
+                text = message[key]
+                try:
+                    raw = bytes.fromhex(text) if isinstance(text, str) else None
+                except ValueError:
+                    raw = None
+                message[key] = unparseable if raw is None else base64.b64encode(raw).decode("ascii")
+
+
+# --- parsing traces ----------------------------------------------------------
+
+
+def parse_protobuf(payload: bytes) -> ExportTraceServiceRequest:
+    return parse_protobuf_request(payload, ExportTraceServiceRequest)
+
+
+def parse_json(payload: bytes) -> ExportTraceServiceRequest:
+    """OTLP/JSON: proto3 JSON mapping, except that trace and span ids are hex
+    (not base64) and enums are integers. Keys may be lowerCamelCase or the
+    proto field names; unknown keys are ignored (OTLP spec)."""
+    document = load_json_object(payload)
+    for resource_spans in _items(document, "resourceSpans", "resource_spans"):
+        for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
+            for span in _items(scope_spans, "spans", "spans"):
+                # Not hex → empty: a span must have ids, so validation rejects it.
+                hex_ids_to_base64(span, _ID_KEYS, "")
+                for link in _items(span, "links", "links"):
+                    hex_ids_to_base64(link, _ID_KEYS, "")
+    return parse_json_document(document, ExportTraceServiceRequest)
 
 
 def _items(container: object, camel: str, snake: str) -> list:
@@ -112,21 +151,6 @@ def _items(container: object, camel: str, snake: str) -> list:
 
 
 _ID_KEYS = (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"))
-
-
-def _hex_ids_to_base64(message: dict) -> None:
-    """Rewrite hex ids as the base64 that proto3 JSON expects. An id that is
-    not hex becomes empty, so the span is rejected by id validation rather
-    than failing the whole payload."""
-    for camel, snake in _ID_KEYS:
-        for key in (camel, snake):
-            if key in message:
-                text = message[key]
-                try:
-                    raw = bytes.fromhex(text) if isinstance(text, str) else b""
-                except ValueError:
-                    raw = b""
-                message[key] = base64.b64encode(raw).decode("ascii")
 
 
 # --- walking ---------------------------------------------------------------

@@ -13,15 +13,21 @@ mean "not inside a span" and are kept as "".
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, field
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from ..instrumentation import names
-from .decode import MAX_REJECTION_DETAILS, MAX_VALUE_DEPTH, SERVICE_NAME, MalformedPayload
+from .decode import (
+    MAX_REJECTION_DETAILS,
+    MalformedPayload,
+    SERVICE_NAME,
+    hex_ids_to_base64,
+    load_json_object,
+    parse_json_document,
+    parse_protobuf_request,
+    rejection_message,
+)
 from .decode import _attributes as decode_attributes  # the shared hot-loop walk over KeyValues
 from .decode import _items as json_items
 from .decode import _value as decode_value
@@ -43,55 +49,24 @@ class LogDecodeResult:
 
     @property
     def error_message(self) -> str:
-        if not self.rejected_log_records:
-            return ""
-        more = self.rejected_log_records - len(self.rejection_details)
-        suffix = f"; and {more} more" if more > 0 else ""
-        return f"rejected {self.rejected_log_records} log record(s): " + "; ".join(self.rejection_details) + suffix
+        return rejection_message(self.rejected_log_records, self.rejection_details, "log record(s)")
 
 
 # --- parsing ---------------------------------------------------------------
 
 
 def parse_protobuf(payload: bytes) -> ExportLogsServiceRequest:
-    request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(payload)
-    except (DecodeError, ValueError, TypeError) as error:
-        raise MalformedPayload(f"not an OTLP ExportLogsServiceRequest: {error}") from None
-    return request
+    return parse_protobuf_request(payload, ExportLogsServiceRequest)
 
 
 def parse_json(payload: bytes) -> ExportLogsServiceRequest:
     """OTLP/JSON: proto3 JSON mapping with hex trace and span ids and integer enums."""
-    try:
-        document = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise MalformedPayload(f"not JSON: {error}") from None
-    if not isinstance(document, dict):
-        raise MalformedPayload("OTLP/JSON body must be an object")
+    document = load_json_object(payload)
     for resource_logs in json_items(document, "resourceLogs", "resource_logs"):
         for scope_logs in json_items(resource_logs, "scopeLogs", "scope_logs"):
             for record in json_items(scope_logs, "logRecords", "log_records"):
-                _hex_ids_to_base64(record)
-    request = ExportLogsServiceRequest()
-    try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=MAX_VALUE_DEPTH * 2)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
-        raise MalformedPayload(f"not OTLP/JSON: {error}") from None
-    return request
-
-
-def _hex_ids_to_base64(record: dict) -> None:
-    for camel, snake in _ID_KEYS:
-        for key in (camel, snake):
-            if key in record:
-                text = record[key]
-                try:
-                    raw = bytes.fromhex(text) if isinstance(text, str) else None
-                except ValueError:
-                    raw = None
-                record[key] = _UNPARSEABLE_ID if raw is None else base64.b64encode(raw).decode("ascii")
+                hex_ids_to_base64(record, _ID_KEYS, _UNPARSEABLE_ID)
+    return parse_json_document(document, ExportLogsServiceRequest)
 
 
 # --- walking ---------------------------------------------------------------
