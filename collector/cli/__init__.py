@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
 # Verb modules, in the order `promptprism --help` lists them.
@@ -37,10 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMAND_MODULES:
-        qualified = f"{__name__}.{module_name}"
-        if importlib.util.find_spec(qualified) is None:
-            continue  # verb not built yet in this checkout
-        importlib.import_module(qualified).register(subparsers)
+        importlib.import_module(f"{__name__}.{module_name}").register(subparsers)
     return parser
 
 
