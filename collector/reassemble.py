@@ -262,7 +262,10 @@ def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:
     if found is None:
         return
     source, text = found
-    encoded = text.encode("utf-8", "surrogatepass")
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:  # a JSON escape of half a character: no bytes to measure or store
+        return
     digest = hashlib.sha256(encoded).hexdigest()
     if record.prompt_sha256 and record.prompt_sha256.lower() != digest:
         return  # the captured text is not the prompt the span describes

@@ -285,3 +285,17 @@ def test_spans_that_are_not_llm_requests_make_no_record():
 def test_stringify_follows_otel_traces_conventions():
     assert [stringify(v) for v in ("a", True, 3, 2.5, 2.0, None, b"\x00\x01", [1, "x"], {"k": "é"})] == [
         "a", "true", "3", "2.5", "2", "", "AAE=", '[1,"x"]', '{"k":"é"}']
+
+
+def test_system_text_with_a_lone_surrogate_escape_gives_no_block_and_the_batch_still_lays_out():
+    """JSON text may escape half a character (``\\ud800``): no UTF-8 bytes to
+    measure or store, so no whole-prompt block, and the neighbours' rows are built."""
+    from promptprism.collector.rows import build_tables
+
+    broken = other_span(**{names.GEN_AI_SYSTEM_INSTRUCTIONS: '[{"type": "text", "content": "a\\ud800b"}]'})
+    fine = decoded_span(dict(other_span(**{names.GEN_AI_SYSTEM_INSTRUCTIONS: SYSTEM}).attributes), span_id="00f067aa0ba902b8")
+    records, _ = reassemble([broken, fine])
+    assert records[0].blocks == [] and records[0].prompt_bytes == 0
+    assert_one_system_block(records[1], names.GEN_AI_SYSTEM_INSTRUCTIONS)
+    tables = build_tables([broken, fine], records)
+    assert tables.requests == 2
