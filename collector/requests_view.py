@@ -262,11 +262,11 @@ def _prompt(
     else:
         # An unmapped prompt, or blocks whose text was not stored: the span's
         # system instructions carry the whole prompt when content was captured.
-        candidate = system_prompt_text(row["system_instructions"])
-        if candidate is not None and len(candidate.encode("utf-8")) == prompt_bytes:
-            text = candidate
+        candidate = _utf8(system_prompt_text(row["system_instructions"]))
+        if candidate is not None and len(candidate[1]) == prompt_bytes:
+            text = candidate[0]
             if ranges_ok:
-                _fill_from_text(blocks, text.encode("utf-8"))
+                _fill_from_text(blocks, candidate[1])
     if text is not None and row["prompt_sha256"]:
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != row["prompt_sha256"]:
             problems.append("prompt text does not match the recorded prompt sha256")
@@ -352,3 +352,13 @@ def _fill_from_text(blocks: list[dict[str, Any]], data: bytes) -> None:
             block["content"] = data[int(block["start"]):int(block["end"])].decode("utf-8")
         except UnicodeDecodeError:
             block["problems"].append(f"byte range [{block['start']}, {block['end']}) splits a UTF-8 character")
+
+
+def _utf8(text: str | None) -> tuple[str, bytes] | None:
+    """Text and its UTF-8 bytes; None when there is none (or JSON escaped half a character)."""
+    if text is None:
+        return None
+    try:
+        return text, text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None

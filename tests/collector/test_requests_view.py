@@ -247,3 +247,13 @@ def test_system_prompt_text_accepts_the_shapes_instrumentations_send():
 def test_builder_blocks_tile_the_prompt():
     prompt, blocks = blocks_for(PARTS)
     assert blocks[-1].end == len(prompt.encode()) and blocks[0].sha256 == sha256(PARTS[0].text)
+
+
+def test_system_instructions_with_a_lone_surrogate_escape_do_not_break_the_request():
+    record = build_record(trace_id="a" * 32, request_id="b" * 16, parts=PARTS, mapped=False,
+                          unmapped_reason="no_blocks")
+    row, blocks, tools, _ = rows_for(record)
+    row.update(system_instructions='[{"type": "text", "content": "a\\ud800b"}]', prompt_bytes=5, prompt_sha256="")
+    prompt = request_object(row, [], tools, {})["prompt"]
+    assert prompt["text"] is None and prompt["content_captured"] is False
+
