@@ -348,10 +348,16 @@ def _fill_from_text(blocks: list[dict[str, Any]], data: bytes) -> None:
     for block in blocks:
         if block["content"] is not None:
             continue
+        piece = data[int(block["start"]):int(block["end"])]
         try:
-            block["content"] = data[int(block["start"]):int(block["end"])].decode("utf-8")
+            content = piece.decode("utf-8")
         except UnicodeDecodeError:
             block["problems"].append(f"byte range [{block['start']}, {block['end']}) splits a UTF-8 character")
+            continue
+        if block["sha256"] and hashlib.sha256(piece).hexdigest() != block["sha256"]:
+            block["problems"].append("the system prompt's text at this range does not match the block's sha256")
+            continue
+        block["content"] = content
 
 
 def _utf8(text: str | None) -> tuple[str, bytes] | None:

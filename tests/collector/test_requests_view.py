@@ -257,3 +257,14 @@ def test_system_instructions_with_a_lone_surrogate_escape_do_not_break_the_reque
     prompt = request_object(row, [], tools, {})["prompt"]
     assert prompt["text"] is None and prompt["content_captured"] is False
 
+
+def test_block_text_sliced_from_other_system_text_is_checked_against_the_block_hash():
+    record = build_record(trace_id="a" * 32, request_id="b" * 16, parts=PARTS)
+    row, blocks, tools, _ = rows_for(record)
+    # Same byte length, other text: the slice for block 2 is not the block's bytes.
+    row["system_instructions"] = json.dumps([{"type": "text", "content": "".join(part.text for part in PARTS)
+                                              .replace("likes 🎉", "likes 🎈")}])
+    result = request_object(row, blocks, tools, {})
+    memory = result["prompt"]["blocks"][2]
+    assert memory["content"] is None and "sha256" in " ".join(memory["problems"])
+    assert result["prompt"]["blocks"][0]["content"] == PARTS[0].text
