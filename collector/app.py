@@ -99,7 +99,8 @@ class ServerThread:
 
     def stop(self) -> None:
         self.server.should_exit = True
-        self.thread.join()
+        if self.thread.ident is not None:  # a start that failed later may stop one never started
+            self.thread.join()
         self.socket.close()
 
 

@@ -82,12 +82,15 @@ class GrpcReceiver:
             (grpc.method_handlers_generic_handler(SERVICE_NAME, {METHOD_NAME: handler}),
              grpc.method_handlers_generic_handler(LOGS_SERVICE_NAME, {METHOD_NAME: logs_handler})))
         target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        if tls_cert_file:
-            with open(tls_key_file, "rb") as key, open(tls_cert_file, "rb") as cert:
-                credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
-            self.port = self._server.add_secure_port(target, credentials)
-        else:
-            self.port = self._server.add_insecure_port(target)
+        try:
+            if tls_cert_file:
+                with open(tls_key_file, "rb") as key, open(tls_cert_file, "rb") as cert:
+                    credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+                self.port = self._server.add_secure_port(target, credentials)
+            else:
+                self.port = self._server.add_insecure_port(target)
+        except RuntimeError:  # grpcio's "Failed to bind" (older versions returned 0)
+            self.port = 0
         if not self.port:
             raise OSError(f"cannot listen for OTLP/gRPC on {target}")
         self.host = host

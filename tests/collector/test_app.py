@@ -177,3 +177,21 @@ def test_tls_on_every_listener(store, tmp_path, certificate, monkeypatch):
             assert httpx.get(f"{endpoints['ui']}/api/traces/{trace_id}", verify=ssl.create_default_context(cafile=ca)).status_code == 200
         with pytest.raises(httpx.HTTPError):  # plain HTTP is not served
             httpx.get(endpoints["ui"].replace("https://", "http://") + "/healthz")
+
+
+def test_a_taken_grpc_port_fails_start_cleanly_and_releases_what_started(store, tmp_path):
+    import socket
+    import threading
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        config = collector_config(tmp_path, otlp_grpc_address=f"127.0.0.1:{taken.getsockname()[1]}")
+        before = set(threading.enumerate())
+        collector = Collector(config, store=store)
+        with pytest.raises(OSError, match="OTLP/gRPC"):
+            collector.start()
+    assert not [thread for thread in set(threading.enumerate()) - before if thread.name.startswith("promptprism-")]
+    for host, port in (config.ui_address, config.otlp_http_address):  # both listeners were closed
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, port))
