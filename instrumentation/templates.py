@@ -29,6 +29,7 @@ exact text, an unchanged output keeps the blocks inside.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import ChainMap
 from dataclasses import dataclass
@@ -137,10 +138,16 @@ def prompt_environment(**options: Any) -> jinja2.Environment:
 
 
 def replace_tokens(text: str, tokens: Mapping[str, str]) -> str:
-    """Replace every ``<TOKEN>`` whose name is in ``tokens``; unknown placeholders stay literal."""
-    for token, replacement in tokens.items():
-        text = text.replace(f"<{token}>", replacement)
-    return text
+    """Replace every ``<TOKEN>`` whose name is in ``tokens``; unknown placeholders stay literal.
+
+    One pass over ``text``: a replacement is never scanned again, so a value
+    that spells another ``<TOKEN>`` stays as written, whatever the tokens' order.
+    """
+    if not tokens:
+        return text
+    # Longest names first, so a name that another one starts with cannot win.
+    pattern = re.compile("|".join(re.escape(f"<{token}>") for token in sorted(tokens, key=len, reverse=True)))
+    return pattern.sub(lambda match: tokens[match.group()[1:-1]], text)
 
 
 def render_segmented(compiled: jinja2.Template, values: Iterable[Value] | Mapping[str, Value] = (), *,

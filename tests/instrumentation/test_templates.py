@@ -63,6 +63,14 @@ def test_tokens_replaced_everywhere_unknown_ones_stay_literal():
     assert catalog.render("t").text == "Prism/Prism/<UNKNOWN>"
 
 
+def test_token_values_are_not_themselves_scanned_for_tokens():
+    # One pass over the template text: a value that happens to spell another
+    # token stays as written, whatever order the tokens were given in.
+    for tokens in ({"A": "<B>", "B": "x"}, {"B": "x", "A": "<B>"}):
+        assert replace_tokens("<A> and <B>", tokens) == "<B> and x"
+    assert replace_tokens("<A>", {"A": "<A>"}) == "<A>"
+
+
 def test_override_over_the_cap_is_rejected_naming_the_layer(catalog):
     with pytest.raises(TemplateError, match=r"global override of template 'system'.*over the 16384-byte cap"):
         catalog.set_override("system", "x" * (DEFAULT_SIZE_CAP_BYTES + 1))
