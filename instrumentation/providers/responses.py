@@ -337,7 +337,10 @@ class ServerSentEvents:
     def _parse(raw: bytes) -> tuple[str | None, str] | None:
         event: str | None = None
         data: list[str] = []
-        for line in raw.decode("utf-8", "replace").splitlines():
+        # bytes.splitlines ends lines only at CR, LF and CRLF, as SSE does; str's
+        # would also cut at U+2028, U+0085 … that JSON text may hold unescaped.
+        for raw_line in raw.splitlines():
+            line = raw_line.decode("utf-8", "replace")
             if line.startswith(":"):
                 continue  # comment / keep-alive
             key, _, value = line.partition(":")

@@ -55,6 +55,17 @@ def test_crlf_framing_and_a_last_event_without_blank_line():
     assert summary.text == ["ok"]
 
 
+def test_sse_lines_end_only_at_cr_or_lf_not_at_unicode_line_separators():
+    # JSON may carry U+2028, U+2029 and U+0085 unescaped; the SSE format ends
+    # lines only at CR, LF or CRLF, so they are part of the data.
+    text = "a\u2028b\u2029c\x85d\x1ce"
+    delta = json.dumps({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                       ensure_ascii=False)
+    stream = f"event: content_block_delta\ndata: {delta}\n\n".encode()
+    summary = parse_stream(names.DIALECT_ANTHROPIC_MESSAGES, [stream]).summary
+    assert summary.text == [text]
+
+
 def test_chat_tool_call_deltas_are_assembled():
     events = [
         {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
