@@ -64,8 +64,10 @@ class GrpcReceiver:
         self.ingest = ingest
         self.token = token
         self.metrics = ingest.metrics
+        # grpcio does not shut down an executor it was given: stop() does.
+        self._executor = futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="promptprism-grpc")
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="promptprism-grpc"),
+            self._executor,
             maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
             options=[
                 ("grpc.max_receive_message_length", receive_limit_bytes),
@@ -100,6 +102,7 @@ class GrpcReceiver:
 
     def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
         self._server.stop(grace_seconds).wait()
+        self._executor.shutdown(wait=True)
 
     def _export(self, payload: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         outcome = self._ingest(self.ingest.export, payload, context)

@@ -195,3 +195,15 @@ def test_a_taken_grpc_port_fails_start_cleanly_and_releases_what_started(store, 
     for host, port in (config.ui_address, config.otlp_http_address):  # both listeners were closed
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind((host, port))
+
+
+def test_stop_leaves_no_receiver_threads(store, tmp_path):
+    import threading
+
+    before = set(threading.enumerate())
+    with running_collector(store, tmp_path) as collector:
+        provider, tracer = tracer_for(exporter(collector, "grpc"))
+        emit_prompt(tracer, PARTS)
+        provider.shutdown()
+    left = [thread.name for thread in set(threading.enumerate()) - before if thread.name.startswith("promptprism-")]
+    assert left == []
