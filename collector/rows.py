@@ -122,8 +122,19 @@ _REQUEST_COLUMNS: tuple[tuple[str, pa.DataType, Callable[[RequestRecord], Any]],
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
     records = list(records)
     return pa.table(
-        {name: pa.array([get(record) for record in records], kind) for name, kind, get in _REQUEST_COLUMNS}
+        {name: pa.array(_fit([get(record) for record in records], kind), kind) for name, kind, get in _REQUEST_COLUMNS}
     )
+
+
+def _fit(values: list, kind: pa.DataType) -> list:
+    """Integers clamped to an integer column's range: a count or attempt a
+    broken client sent beyond it (a string attribute may hold any number)
+    is stored at the bound rather than failing the whole batch."""
+    if not pa.types.is_integer(kind):
+        return values
+    bits = kind.bit_width
+    low, high = (0, 2**bits - 1) if pa.types.is_unsigned_integer(kind) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return [value if value is None or low <= value <= high else max(low, min(high, value)) for value in values]
 
 
 # --- blocks, tools, contents ------------------------------------------------

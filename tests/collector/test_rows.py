@@ -204,3 +204,15 @@ def test_otel_traces_without_records_keeps_every_attribute():
     span, texts, _ = _prompt_span_with_tool()
     events = otel_traces_table([span]).column("Events.Attributes").to_pylist()[0]
     assert [dict(attributes)["promptprism.block.content"] for attributes in events[:2]] == texts
+
+
+def test_integers_beyond_a_request_column_are_clamped_not_a_failed_batch():
+    span, record = make_request(3, started_at_ns=BASE_NS)
+    record.attempt = 3_000_000_000  # Int32
+    record.schema_version = 70_000  # UInt16
+    record.tools_count = 5_000_000_000  # UInt32
+    record.bytes_total = 10**30  # UInt64 (a string attribute may hold any number)
+    record.input_tokens = -(10**30)  # Nullable(Int64)
+    row = requests_table([record]).to_pylist()[0]
+    assert (row["attempt"], row["schema_version"], row["tools_count"]) == (2**31 - 1, 2**16 - 1, 2**32 - 1)
+    assert (row["bytes_total"], row["input_tokens"]) == (2**64 - 1, -(2**63))
