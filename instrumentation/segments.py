@@ -6,7 +6,10 @@ rendered text on the sentinels and builds the block map while it strips them,
 so the text and its map come out of one pass over one render. Prompts built in
 code (:class:`PromptBuilder`) know their boundaries directly.
 
-Offsets are UTF-8 byte offsets, half-open. A map is only attached to a prompt
+Offsets are UTF-8 byte offsets, half-open. Text is encoded with
+``surrogatepass``, as :mod:`.canonical` does: a lone surrogate (a file name
+decoded with ``os.fsdecode``) counts as its three bytes instead of making the
+render raise where plain Jinja2 would not. A map is only attached to a prompt
 whose blocks tile its bytes (checked as the map is built; :func:`tiling_problem`
 checks any map); otherwise the prompt is *unmapped* with a reason from
 ``names.UNMAPPED_*`` and its text is still exact.
@@ -261,7 +264,7 @@ class Block(NamedTuple):
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+        return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Template(NamedTuple):
@@ -296,7 +299,7 @@ class SegmentedPrompt:
         self._values = values
         if byte_length is None:
             # str.isascii() is O(1) in CPython: ASCII prompts skip the encode.
-            byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
+            byte_length = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         self.byte_length = byte_length
 
     @property
@@ -314,7 +317,7 @@ class SegmentedPrompt:
             made = []
             start = 0
             for index, content in enumerate(texts):
-                end = start + (len(content) if ascii_only or content.isascii() else len(content.encode("utf-8")))
+                end = start + (len(content) if ascii_only or content.isascii() else len(content.encode("utf-8", "surrogatepass")))
                 made.append(Block(index, *metadata[index], start, end, content))
                 start = end
             blocks = self._blocks = tuple(made)
@@ -323,7 +326,7 @@ class SegmentedPrompt:
     @cached_property
     def sha256(self) -> str:
         """Hex digest of the prompt's UTF-8 bytes (computed on first use: recording, not rendering)."""
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
 
     @cached_property
     def variables(self) -> dict[str, Any]:
@@ -400,8 +403,8 @@ def _build(texts: list[str], metadata: list[tuple[str, str, str, str]], template
     if ascii_only:
         byte_length = covered = len(text)
     else:
-        byte_length = len(text.encode("utf-8"))
-        covered = sum(len(content.encode("utf-8")) for content in texts)
+        byte_length = len(text.encode("utf-8", "surrogatepass"))
+        covered = sum(len(content.encode("utf-8", "surrogatepass")) for content in texts)
     if covered != byte_length or len(texts) != len(metadata) or not all(texts):
         return unmapped(text, names.UNMAPPED_NOT_TILING, template=template, context=context, values=values)
     prompt = SegmentedPrompt(text, None, None, template, context=context, values=values, byte_length=byte_length,

@@ -420,3 +420,21 @@ def test_inheritance_super_and_include_keep_blocks_in_sync_and_async_environment
     assert [(b.name, b.content) for b in prompt.blocks] == [
         ("template", "Head default + "), ("b", "BBB"), ("template", " ["), ("b", "BBB"), ("template", "] tail "),
         ("a", "AAA")]
+
+
+def test_a_value_with_a_lone_surrogate_renders_instead_of_raising():
+    # os.fsdecode turns a non-UTF-8 file name byte into a lone surrogate; Jinja2
+    # renders such a path fine, so promptprism must too (SPEC: never raise
+    # into the application). Bytes are counted as canonical.py counts them.
+    path = "/data/report-\udcff.txt"
+    for prompt in (render_string("Read {{ path }} then {{ memory }}.",
+                                 [inline("path", path), block("memory", "tea \udcfe", layer="memory")]),
+                   build_prompt(["Read ", block("path", path, layer="state"), "."])):
+        assert "\udcff" in prompt.text and prompt.mapped
+        encoded = prompt.text.encode("utf-8", "surrogatepass")
+        assert prompt.byte_length == len(encoded)
+        assert tiling_problem(prompt.blocks, prompt.byte_length) is None
+        for part in prompt.blocks:
+            assert encoded[part.start:part.end] == part.content.encode("utf-8", "surrogatepass")
+            assert part.sha256 == hashlib.sha256(encoded[part.start:part.end]).hexdigest()
+        assert prompt.sha256 == hashlib.sha256(encoded).hexdigest()
