@@ -55,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -184,6 +185,12 @@ def content_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+# The OTLP encoder cannot encode a lone surrogate (e.g. a file name read with
+# os.fsdecode) and drops the attribute, logging an error per span: such content
+# goes out with U+FFFD instead, flagged as changed since it no longer matches its digest.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _captured(text: str, what: str) -> tuple[str | None, bool]:
     """Redacted content fit to send, or ``None``; and whether redaction changed it."""
     if len(text) > MAX_CONTENT_CHARACTERS:
@@ -192,6 +199,9 @@ def _captured(text: str, what: str) -> tuple[str | None, bool]:
     content, changed = redact(text)
     if content is None:
         report_failure(f"the redaction hook failed on {what}; its content was not captured")
+    elif not content.isascii():
+        content, replaced = _LONE_SURROGATE.subn("\ufffd", content)
+        changed = changed or bool(replaced)
     return content, changed
 
 
@@ -257,7 +267,7 @@ def _add_block_events(span: Span, prompt: SegmentedPrompt, capture: bool, timest
 
 def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, timestamp: int) -> None:
     for tool in tools:
-        encoded = tool.definition.encode("utf-8")
+        encoded = tool.definition.encode("utf-8", "surrogatepass")  # as canonical.py and the manifest count it
         attributes: dict[str, AttributeValue] = {
             names.TOOL_NAME: tool.name,
             names.TOOL_SIZE: len(encoded),

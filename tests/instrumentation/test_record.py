@@ -167,6 +167,30 @@ def test_redaction_masks_content_keeps_original_hashes_and_flags_it(exporter, tr
     assert SECRET not in span.attributes[names.GEN_AI_INPUT_MESSAGES]
 
 
+def test_captured_content_with_lone_surrogates_still_encodes_as_otlp(exporter, tracer_provider):
+    # The OTLP protobuf encoder refuses a string with a lone surrogate, and
+    # with it the whole batch; such content goes out with U+FFFD instead,
+    # flagged like redacted content since it no longer matches its digest.
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    configure_content_capture(True)
+    odd = build_prompt(["Read ", block("path", "/data/report-\udcff.txt", layer="state")])
+    with record_llm_request(provider="openai", model="m", prompt=odd, tracer_provider=tracer_provider,
+                            tools=[ToolSpec("read", '{"name":"read","path":"\udcfe"}')],
+                            input_messages=[{"content": "\ud800"}]) as call:
+        call.set_response(output_messages="out \udfff")
+    span = only_span(exporter)
+    encode_spans([span]).SerializeToString()
+    prose, path = block_events(span)
+    assert path[names.BLOCK_CONTENT] == "/data/report-\ufffd.txt" and path[names.BLOCK_REDACTED] is True
+    assert path[names.BLOCK_SHA256] == hashlib.sha256("/data/report-\udcff.txt".encode(
+        "utf-8", "surrogatepass")).hexdigest()
+    assert names.BLOCK_REDACTED not in prose
+    assert tool_events(span)[0][names.TOOL_REDACTED] is True
+    assert "\ufffd" in span.attributes[names.GEN_AI_INPUT_MESSAGES]
+    assert span.attributes[names.GEN_AI_OUTPUT_MESSAGES] == "out \ufffd"
+
+
 def test_a_failing_redactor_drops_content_and_never_leaks_it(exporter, tracer_provider, prompt):
     configure_content_capture(True)
 
