@@ -39,6 +39,10 @@ MAX_REJECTION_DETAILS = 5
 # OTLP/JSON nests arrays and kvlists; deeper than this is a hostile payload,
 # not telemetry (Python's own recursion limit would be hit near 1,000).
 MAX_VALUE_DEPTH = 32
+# OTLP times are fixed64; the store's DateTime64(9) and Arrow's nanosecond
+# timestamps are signed 64-bit. A broken clock past that (year 2262) is
+# stored at the bound rather than failing the whole export.
+MAX_TIME_NS = 2**63 - 1
 
 
 class MalformedPayload(ValueError):
@@ -234,8 +238,8 @@ def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
                     trace_state=span.trace_state,
                     name=span.name,
                     kind=SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else SPAN_KINDS[0],
-                    start_time_ns=span.start_time_unix_nano,
-                    end_time_ns=span.end_time_unix_nano,
+                    start_time_ns=min(span.start_time_unix_nano, MAX_TIME_NS),
+                    end_time_ns=min(span.end_time_unix_nano, MAX_TIME_NS),
                     status_code=STATUS_CODES[status.code] if 0 <= status.code < len(STATUS_CODES) else STATUS_CODES[0],
                     status_message=status.message,
                     service=service,
@@ -243,7 +247,7 @@ def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
                     scope_name=scope_name,
                     scope_version=scope_version,
                     attributes=_attributes(span.attributes),
-                    events=[SpanEvent(event.time_unix_nano, event.name, _attributes(event.attributes))
+                    events=[SpanEvent(min(event.time_unix_nano, MAX_TIME_NS), event.name, _attributes(event.attributes))
                             for event in span.events],
                     links=[SpanLink(link.trace_id.hex(), link.span_id.hex(), link.trace_state,
                                     _attributes(link.attributes)) for link in span.links],

@@ -155,3 +155,15 @@ def test_garbage_json_is_malformed(payload):
 def test_empty_payloads_are_valid_and_empty():
     assert decode_protobuf(b"").spans == []
     assert decode_json(b"{}").spans == []
+
+
+def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
+    """fixed64 times reach 2**64 - 1; DateTime64(9) and Arrow's ns timestamps stop at 2**63 - 1."""
+    from promptprism.collector.convert import convert_traces
+
+    too_late = str(2**64 - 1)
+    payload = otlp_json({"startTimeUnixNano": too_late, "endTimeUnixNano": too_late,
+                         "events": [{"timeUnixNano": too_late, "name": "x"}]})
+    [span] = decode_json(payload).spans
+    assert span.start_time_ns == span.end_time_ns == span.events[0].time_ns == 2**63 - 1
+    assert convert_traces(payload, "json").received == 1
