@@ -314,6 +314,8 @@ class TemplateCatalog:
         self._global: dict[str, str] = {}
         self._scoped: dict[str, dict[str, str]] = {}
         self._compiled: dict[tuple[str, str | None], tuple[ResolvedTemplate, jinja2.Template]] = {}
+        # Bumped by every change: a compilation that started before a change is not cached after it.
+        self._generation = 0
         self._lock = threading.Lock()
         directory = overrides_directory or os.environ.get(names.ENV_TEMPLATE_OVERRIDES)
         if directory:
@@ -331,6 +333,7 @@ class TemplateCatalog:
     def add_builtin(self, name: str, text: str) -> None:
         with self._lock:
             self._builtins[name] = text
+            self._generation += 1
             self._compiled.clear()
 
     def set_override(self, name: str, text: str | None, *, scope: str | None = None, origin_label: str = "") -> None:
@@ -347,6 +350,7 @@ class TemplateCatalog:
                 target.pop(name, None)
             else:
                 target[name] = text
+            self._generation += 1
             self._compiled.clear()
 
     def load_overrides(self, directory: str | os.PathLike[str]) -> None:
@@ -389,10 +393,12 @@ class TemplateCatalog:
         key = (name, scope)
         found = self._compiled.get(key)
         if found is None:
+            generation = self._generation
             resolved = self.resolve(name, scope=scope)
             found = (resolved, self.environment.from_string(resolved.text))
             with self._lock:
-                self._compiled[key] = found
+                if generation == self._generation:
+                    self._compiled[key] = found
         return found
 
     def render(self, name: str, values: Iterable[Value] | Mapping[str, Value] = (), *,

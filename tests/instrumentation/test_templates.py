@@ -71,6 +71,22 @@ def test_token_values_are_not_themselves_scanned_for_tokens():
     assert replace_tokens("<A>", {"A": "<A>"}) == "<A>"
 
 
+def test_an_override_set_while_a_template_compiles_is_not_hidden_by_a_stale_cache_entry(catalog):
+    # Another thread sets an override between the resolution of the old text
+    # and its entry in the compiled cache: the next render must use the override.
+    compile_text = catalog.environment.from_string
+
+    def compile_while_the_override_changes(text):
+        compiled = compile_text(text)
+        if "Late override" not in text:
+            catalog.set_override("system", "Late override.")
+        return compiled
+
+    catalog.environment.from_string = compile_while_the_override_changes
+    catalog.render("system", [block("memory", "tea", layer="memory")])
+    assert catalog.render("system", [block("memory", "tea", layer="memory")]).text == "Late override."
+
+
 def test_override_over_the_cap_is_rejected_naming_the_layer(catalog):
     with pytest.raises(TemplateError, match=r"global override of template 'system'.*over the 16384-byte cap"):
         catalog.set_override("system", "x" * (DEFAULT_SIZE_CAP_BYTES + 1))
