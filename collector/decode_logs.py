@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from ..instrumentation import names
 from .decode import (
     MAX_REJECTION_DETAILS,
+    MAX_TIME_NS,
     MalformedPayload,
     SERVICE_NAME,
     hex_ids_to_base64,
@@ -106,8 +107,8 @@ def decode_request(request: ExportLogsServiceRequest) -> LogDecodeResult:
                     legacy = attributes.get(names.EVENT_NAME_ATTRIBUTE)
                     event_name = legacy if isinstance(legacy, str) else ""
                 result.records.append(DecodedLogRecord(
-                    time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-                    observed_time_ns=record.observed_time_unix_nano,
+                    time_ns=min(record.time_unix_nano or record.observed_time_unix_nano, MAX_TIME_NS),
+                    observed_time_ns=min(record.observed_time_unix_nano, MAX_TIME_NS),
                     trace_id=trace_id,
                     span_id=span_id,
                     flags=record.flags,

@@ -96,3 +96,17 @@ def test_json_id_that_is_not_hex_rejects_the_record_not_the_payload():
 def test_malformed_payloads_raise(payload, decode):
     with pytest.raises(MalformedPayload):
         decode(payload)
+
+
+def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
+    from promptprism.collector.convert import convert_logs
+
+    request = parse_protobuf(logs_payload())
+    for resource in request.resource_logs:
+        for scope in resource.scope_logs:
+            for record in scope.log_records:
+                record.time_unix_nano = record.observed_time_unix_nano = 2**64 - 1
+    payload = request.SerializeToString()
+    records = decode_protobuf(payload).records
+    assert records and all(r.time_ns == r.observed_time_ns == 2**63 - 1 for r in records)
+    assert convert_logs(payload, "protobuf").received == len(records)
