@@ -178,11 +178,17 @@ def _tracer(tracer_provider: Any) -> trace.Tracer:
     return found
 
 
-def content_text(value: Any) -> str:
-    """Content as a string attribute: strings as they are, anything else as JSON."""
+def content_text(value: Any) -> str | None:
+    """Content as a string attribute: strings as they are, anything else as JSON; ``None`` when it is not JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as error:
+        # Keys json cannot write (a tuple, nested in template context), or a cycle:
+        # that content is left out, not the request.
+        report_failure("content that cannot be written as JSON was not captured", error)
+        return None
 
 
 # The OTLP encoder cannot encode a lone surrogate (e.g. a file name read with
@@ -191,8 +197,10 @@ def content_text(value: Any) -> str:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _captured(text: str, what: str) -> tuple[str | None, bool]:
+def _captured(text: str | None, what: str) -> tuple[str | None, bool]:
     """Redacted content fit to send, or ``None``; and whether redaction changed it."""
+    if text is None:
+        return None, False
     if len(text) > MAX_CONTENT_CHARACTERS:
         report_failure(f"{what} is over {MAX_CONTENT_CHARACTERS} characters; its content was not captured")
         return None, False

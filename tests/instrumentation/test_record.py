@@ -191,6 +191,29 @@ def test_captured_content_with_lone_surrogates_still_encodes_as_otlp(exporter, t
     assert span.attributes[names.GEN_AI_OUTPUT_MESSAGES] == "out \ufffd"
 
 
+def test_content_that_is_not_json_is_left_out_and_the_request_still_recorded(exporter, tracer_provider):
+    # Jinja2 loops over a dict with tuple keys happily; json.dumps refuses it,
+    # and a cycle. Only that content is lost, never the span or the usage.
+    from promptprism.instrumentation.templates import render_string
+
+    configure_content_capture(True)
+    prompt = render_string("{% for key in table %}{{ key }}{% endfor %} {{ memory }}",
+                           [block("memory", "tea", layer="memory")], context={"table": {(1, 2): "a"}})
+    cycle: list = []
+    cycle.append(cycle)
+    before = record.failure_count()
+    with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
+                            input_messages=cycle) as call:
+        call.set_response(input_tokens=5, output_tokens=2, output_messages=cycle)
+    span = only_span(exporter)
+    assert span.attributes[names.PROMPT_BLOCK_COUNT] == len(prompt.blocks) == len(block_events(span))
+    assert [event[names.BLOCK_CONTENT] for event in block_events(span)] == [b.content for b in prompt.blocks]
+    assert (span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS], span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (5, 2)
+    for key in (names.PROMPT_TEMPLATE_VARIABLES, names.GEN_AI_INPUT_MESSAGES, names.GEN_AI_OUTPUT_MESSAGES):
+        assert key not in span.attributes
+    assert record.failure_count() >= before + 3
+
+
 def test_a_failing_redactor_drops_content_and_never_leaks_it(exporter, tracer_provider, prompt):
     configure_content_capture(True)
 
