@@ -167,27 +167,6 @@ def detect_dialect(body: Mapping[str, Any]) -> str:
 # --- text for the block map and tool definitions for the span ---------------------
 
 
-def system_prompt_candidates(body: Mapping[str, Any], dialect: str) -> list[str]:
-    """Texts that may be the prompt the app rendered, most likely first.
-
-    The whole system prompt first; when it arrived in several parts (two
-    system messages, an Anthropic block list split for cache_control), each
-    part too, so a prompt rendered through promptprism is found either way.
-    """
-    texts = [text for text in _SHAPES[dialect](body).system_texts if text]
-    if not texts:
-        return []
-    candidates = ["".join(texts)]
-    for text in texts:
-        if text not in candidates:
-            candidates.append(text)
-    parts = _system_parts(body, dialect)
-    for text in parts:
-        if text and text not in candidates:
-            candidates.append(text)
-    return candidates
-
-
 def system_prompt_text(body: Mapping[str, Any], dialect: str) -> str | None:
     texts = [text for text in _SHAPES[dialect](body).system_texts if text]
     return "".join(texts) if texts else None
@@ -197,19 +176,6 @@ def tool_definitions(body: Mapping[str, Any], dialect: str) -> list[tuple[str, s
     """(name, canonical JSON text) per tool, in request order, for the span's tool events."""
     tools = _SHAPES[dialect](body).tools
     return [(str(tool_name(tool, dialect) or ""), canonical_json(tool)) for tool in tools]
-
-
-def _system_parts(body: Mapping[str, Any], dialect: str) -> list[str]:
-    """Individual text blocks of a system prompt given as a list of parts."""
-    if dialect == names.DIALECT_ANTHROPIC_MESSAGES:
-        sources = [body.get("system")]
-    else:
-        sources = [message.get("content") for message in _SHAPES[dialect](body).system if isinstance(message, Mapping)]
-    parts: list[str] = []
-    for source in sources:
-        if isinstance(source, list):
-            parts.extend(_text_of(part) for part in source)
-    return parts
 
 
 def tool_name(tool: Any, dialect: str) -> Any:

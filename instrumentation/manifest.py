@@ -39,7 +39,6 @@ from .dialects import (
     detect_dialect,
     max_output_tokens,
     reasoning_settings,
-    system_prompt_candidates,
     system_prompt_text,
     tool_definitions,
     tool_name,
@@ -54,7 +53,7 @@ __all__ = [
     "BodyShape", "ManifestError", "RequestManifest", "ToolEntry",
     "body_shape", "build_manifest", "canonical_bytes", "canonical_json", "canonical_size", "detect_dialect",
     "endpoint_class", "estimate_tokens", "fingerprint", "safe_error_text", "safe_identifier", "sha256_hex",
-    "system_prompt_candidates", "system_prompt_text", "tool_definitions",
+    "system_prompt_text", "tool_definitions",
 ]
 
 # Bump when a field of the manifest changes meaning; stored on every span.

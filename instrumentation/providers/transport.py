@@ -28,7 +28,7 @@ from opentelemetry import context as otel_context
 
 from .. import names
 from ..capture import span_content_enabled
-from ..dialects import system_prompt_candidates, tool_definitions
+from ..dialects import system_prompt_text, tool_definitions
 from ..manifest import build_manifest
 from ..record import ToolSpec, report_failure, start_llm_request
 from ..segments import lookup_rendered
@@ -105,13 +105,18 @@ def _suppressed() -> bool:
 
 
 def _prompt_for(body: Mapping[str, Any], dialect: str) -> Any:
-    """The rendered prompt behind the system text, or the text itself (recorded not_rendered)."""
-    candidates = system_prompt_candidates(body, dialect)
-    for text in candidates:
-        found = lookup_rendered(text)
-        if found is not None:
-            return found
-    return candidates[0] if candidates else None
+    """The rendered prompt behind the whole system text, or that text (recorded not_rendered).
+
+    Only the whole text counts: when just one part of a multi-part system
+    prompt was rendered through promptprism, that part's map would understate
+    the prompt (``promptprism.prompt.bytes`` is the whole system prompt) and
+    hide the other parts, so the whole text is recorded unmapped instead.
+    """
+    whole = system_prompt_text(body, dialect)
+    if whole is None:
+        return None
+    found = lookup_rendered(whole)
+    return whole if found is None else found
 
 
 def begin(request: Any, settings: ProviderSettings) -> Recording | None:

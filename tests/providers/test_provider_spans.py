@@ -394,3 +394,16 @@ def test_clock_backdates_requests_and_a_raising_clock_falls_back_to_now(fake_pro
          is_async=False)
     assert failure_count() == before + 1
     assert spans.exporter.get_finished_spans()[-1].start_time >= started
+
+
+def test_a_rendered_part_beside_hand_written_text_records_the_whole_prompt_unmapped(fake_provider, spans):
+    """A map of one part would understate the system prompt: the whole text is recorded, unmapped."""
+    prompt = rendered_prompt()
+    extra = f"Hand-written addendum {uuid.uuid4().hex}."
+    client = make_client(names.DIALECT_ANTHROPIC_MESSAGES, fake_provider, spans, is_async=False)
+    client.messages.create(model="claude", max_tokens=64, messages=[{"role": "user", "content": "hi"}], system=[
+        {"type": "text", "text": prompt.text, "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": extra}])
+    attributes = dict(spans.only().attributes)
+    assert attributes[names.PROMPT_MAPPED] is False
+    assert attributes[names.PROMPT_UNMAPPED_REASON] == names.UNMAPPED_NOT_RENDERED
+    assert attributes[names.PROMPT_BYTES] == len((prompt.text + extra).encode())
