@@ -94,24 +94,32 @@ def decode(data: bytes) -> SpooledGroup:
         header = json.loads(data[start:start + header_length])
     except ValueError as error:
         raise SpoolCorrupt(f"bad header: {error}") from None
+    if not isinstance(header, dict):
+        raise SpoolCorrupt("bad header: not an object")
     body = data[start + header_length:]
     if hashlib.sha256(body).hexdigest() != header.get("sha256"):
         raise SpoolCorrupt("body checksum mismatch")
-    tables: dict[str, pa.Table] = {}
-    offset = 0
-    for name, length in header["tables"]:
-        tables[name] = pa.ipc.open_stream(pa.py_buffer(body[offset:offset + length])).read_all()
-        offset += length
-    return SpooledGroup(
-        token=header["token"],
-        batch_tokens=list(header["batch_tokens"]),
-        tables=TableSet(
-            tables=tables,
-            content_keys=[(int(day), str(sha)) for day, sha in header["content_keys"]],
-            spans=int(header["spans"]),
-            requests=int(header["requests"]),
-        ),
-    )
+    # A header can be valid JSON with the right checksum and still be wrong in
+    # shape; any such fault is this file's alone and must not stop the replay
+    # of the files after it, so it is reported as corrupt (moved aside).
+    try:
+        tables: dict[str, pa.Table] = {}
+        offset = 0
+        for name, length in header["tables"]:
+            tables[name] = pa.ipc.open_stream(pa.py_buffer(body[offset:offset + length])).read_all()
+            offset += length
+        return SpooledGroup(
+            token=header["token"],
+            batch_tokens=list(header["batch_tokens"]),
+            tables=TableSet(
+                tables=tables,
+                content_keys=[(int(day), str(sha)) for day, sha in header["content_keys"]],
+                spans=int(header["spans"]),
+                requests=int(header["requests"]),
+            ),
+        )
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as error:
+        raise SpoolCorrupt(f"bad header or table: {type(error).__name__}") from None
 
 
 class Spool:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from ..logsafe import describe_store_error
 from ..store.base import Store, StoreError, StoreUnavailable
 from . import overview, report
 from .report import Filters, InsightError, Window
@@ -39,7 +40,7 @@ def _failure(error: Exception, *, html: bool = False) -> Response:
     elif isinstance(error, StoreUnavailable):
         status, message = 503, f"store unavailable: {error}"
     else:
-        logger.error("insight query failed: %s", error)
+        logger.error("insight query failed: %s", describe_store_error(error))
         status, message = 500, f"store query failed: {error}"
     headers = {"Retry-After": "5"} if status == 503 else None
     if html:

@@ -73,3 +73,26 @@ def test_damaged_files_are_detected_and_quarantined(tmp_path, damage):
         spool.read(path)
     moved = spool.quarantine(path)
     assert moved.parent.name == "corrupt" and spool.pending() == []
+
+
+def _with_header(header_object) -> bytes:
+    """A spool file whose header is valid JSON with a matching checksum but the wrong shape."""
+    import hashlib
+    import json
+    import struct
+
+    body = b""
+    if isinstance(header_object, dict):
+        header_object = {**header_object, "sha256": hashlib.sha256(body).hexdigest()}
+    header = json.dumps(header_object).encode()
+    return MAGIC + struct.pack(">I", len(header)) + header + body
+
+
+@pytest.mark.parametrize("header_object", [
+    ["a", "list"],  # not an object
+    {"tables": [["requests", 5]]},  # a table past the body, keys missing
+    {"tables": "nope", "token": "t"},
+])
+def test_wrongly_shaped_headers_are_corrupt_not_a_crash(header_object):
+    with pytest.raises(SpoolCorrupt):
+        decode(_with_header(header_object))
