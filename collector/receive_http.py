@@ -43,6 +43,14 @@ JSON_TYPE = "application/json"
 # Exports decoded and written at once; as for gRPC (receive_grpc.MAX_WORKERS),
 # each holds up to the receive limit in memory while the sink writes it.
 MAX_CONCURRENT_EXPORTS = 8
+# Exports whose bodies may be held in memory at once (being read, waiting for
+# a decoder, being decoded). Checked before a body is read, so memory stays
+# under this × the receive limit (16 × 64 MiB = 1 GiB by default) however many
+# connections are open; past it the receiver is full and answers 503 with
+# Retry-After at once. Twice the decoders: one export read while one decodes.
+MAX_HELD_EXPORTS = 2 * MAX_CONCURRENT_EXPORTS
+# What a full receiver asks the exporter to wait before retrying.
+FULL_RETRY_AFTER_SECONDS = 1
 
 
 class PayloadTooLarge(Exception):
@@ -109,6 +117,7 @@ def _logs_success(encoding: str, rejected: int, message: str) -> Response:
 def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -> Starlette:
     """The OTLP/HTTP app: traces and logs share the limiter, limits and answers."""
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
+    holding = anyio.CapacityLimiter(MAX_HELD_EXPORTS)
     metrics = ingest.metrics
 
     async def export(request: Request) -> Response:
@@ -136,6 +145,19 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > receive_limit_bytes:
             return _too_large(encoding)
+        try:
+            holding.acquire_nowait()
+        except anyio.WouldBlock:
+            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_BACKPRESSURE)
+            return _error(503, encoding, code_pb2.UNAVAILABLE, "receiver full, retry later",
+                          {"Retry-After": str(FULL_RETRY_AFTER_SECONDS)})
+        try:
+            return await _read_and_ingest(request, ingest_export, answer, encoding, content_encoding)
+        finally:
+            holding.release()
+
+    async def _read_and_ingest(request: Request, ingest_export, answer, encoding: str,
+                               content_encoding: str) -> Response:
         chunks, received = [], 0
         async for chunk in request.stream():
             received += len(chunk)
