@@ -38,9 +38,17 @@ STATUS_DETAILS_TRAILER = "grpc-status-details-bin"  # google.rpc.Status, the gRP
 # (up to the receive limit) in memory; the sink queues and groups them, so a
 # few threads keep both cores busy while bounding memory.
 MAX_WORKERS = 8
-# Beyond the workers, calls wait in grpcio's queue up to this many; more get
-# RESOURCE_EXHAUSTED, which OTLP exporters retry.
-MAX_CONCURRENT_RPCS = 64
+# Beyond the workers, calls wait in grpcio's queue up to this many. A waiting
+# call has not read its message (grpcio reads it in the worker thread), so it
+# costs a flow-control window, not a body: the body memory bound is
+# MAX_WORKERS × the receive limit plus the sink's own bound, and a full sink
+# answers UNAVAILABLE + RetryInfo (SPEC §4). Past this cap grpcio itself
+# answers RESOURCE_EXHAUSTED without RetryInfo, before our code runs, which some
+# exporters (Go's) treat as permanent; the cap is set high so that only a
+# runaway number of connections reaches it, while ordinary overload waits
+# (and, past the exporter's deadline, DEADLINE_EXCEEDED, which every OTLP
+# exporter retries).
+MAX_CONCURRENT_RPCS = 1024
 # On shutdown, calls in flight get this long to finish before being cancelled.
 STOP_GRACE_SECONDS = 10.0
 
