@@ -166,7 +166,7 @@ def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: i
             return [], names.UNMAPPED_BAD_ATTRIBUTES
         parsed.append(block)
     parsed.sort(key=_first)  # stable: equal indexes keep their order and fail below
-    blocks = [block for _, block, _ in parsed]
+    blocks = [block for _, block in parsed]
     position = 0
     for expected_index, block in enumerate(blocks):
         if block.index != expected_index:
@@ -181,17 +181,17 @@ def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: i
         position = end
     if position != prompt_bytes:
         return [], names.UNMAPPED_NOT_TILING
-    reason = _check_content(parsed, attributes)
+    reason = _check_content(blocks, attributes)
     return ([], reason) if reason else (blocks, "")
 
 
-def _check_content(blocks: list[tuple[int, Block, bool]], attributes: dict) -> str:
+def _check_content(blocks: list[Block], attributes: dict) -> str:
     """Hash and UTF-8 checks of captured content; redacted content is skipped."""
     whole = hashlib.sha256()
     complete = True
-    for _, block, redacted in blocks:
+    for block in blocks:
         content = block.content
-        if content is None or redacted:
+        if content is None or block.redacted:
             complete = False
             continue
         try:
@@ -222,8 +222,8 @@ _first = itemgetter(0)
 _REQUIRED = itemgetter(_INDEX, _START, _END, _SIZE, _NAME, _LAYER, _SOURCE, _SHA256)
 
 
-def _block(attributes: dict) -> tuple[int, Block, bool] | None:
-    """A block event's index, fields, and whether its content was redacted."""
+def _block(attributes: dict) -> tuple[int, Block] | None:
+    """A block event's index and fields, with whether its content was redacted."""
     try:
         index, start, end, size, name, layer, source, sha256 = _REQUIRED(attributes)
     except KeyError:
@@ -243,17 +243,20 @@ def _block(attributes: dict) -> tuple[int, Block, bool] | None:
     stability = get(_STABILITY)
     if stability not in _STABILITIES:
         stability = names.STABILITY_UNKNOWN
-    return index, Block(index, name, layer, stability, source, start, end, size, sha256, content), get(_REDACTED) is True
+    # The flag only means something beside content: without text there is nothing redacted to show.
+    redacted = content is not None and get(_REDACTED) is True
+    return index, Block(index, name, layer, stability, source, start, end, size, sha256, content, redacted)
 
 
 def _tool(index: int, attributes: dict) -> ToolDefinition:
     name, size, sha256, content = (attributes.get(names.TOOL_NAME), attributes.get(names.TOOL_SIZE),
                                    attributes.get(names.TOOL_SHA256), attributes.get(names.TOOL_CONTENT))
     content = content if isinstance(content, str) else None
-    if type(size) is not int or size < 0:
-        size = len(content.encode("utf-8", "replace")) if content is not None else 0
+    redacted = content is not None and attributes.get(names.TOOL_REDACTED) is True
+    if type(size) is not int or size < 0:  # measured from the text, unless the text is not the original
+        size = len(content.encode("utf-8", "replace")) if content is not None and not redacted else 0
     return ToolDefinition(index, name if isinstance(name, str) else "", size,
-                          sha256 if isinstance(sha256, str) else "", content)
+                          sha256 if isinstance(sha256, str) else "", content, redacted)
 
 
 def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:

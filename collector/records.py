@@ -21,8 +21,11 @@ class Block:
     start: int
     end: int
     size: int
-    sha256: str
+    sha256: str  # of the original bytes, as sent, even when the content is redacted
     content: str | None = None  # only when content capture was on
+    # The sender's redaction hook changed ``content``: it is not the bytes
+    # ``size`` and ``sha256`` describe.
+    redacted: bool = False
 
 
 @dataclass(slots=True)
@@ -30,8 +33,9 @@ class ToolDefinition:
     index: int
     name: str
     size: int
-    sha256: str
+    sha256: str  # of the original definition, as Block.sha256
     content: str | None = None
+    redacted: bool = False  # as Block.redacted
 
 
 @dataclass(slots=True)

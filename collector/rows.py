@@ -11,13 +11,19 @@ column for column, and stringifies attribute values the way it does
 (pdata ``Value.AsString``), so tools that read that exporter's tables read
 ours unchanged. One difference: block and tool text that ``contents``
 already holds (``promptprism.block.content`` / ``promptprism.tool.content``)
-is left out of ``Events.Attributes``; the event keeps its ``sha256``, the
-key into ``contents``. Text is stored once per distinct hash and day, not
-once per request.
+is left out of ``Events.Attributes``; the ``blocks`` and ``tools`` rows
+point to it. Text is stored once per distinct hash and day, not once per
+request.
+
+``contents`` is keyed by the sha256 of the text it holds
+(``content_sha256``), not by the block's or tool's ``sha256``: that one
+describes the original bytes, and text the sender's redaction hook changed
+is not those bytes (see migration 005).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable
 
@@ -26,7 +32,7 @@ import pyarrow as pa
 from ..instrumentation import names
 from .columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
 from .otel_strings import otel_attribute_string
-from .records import DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord
+from .records import Block, DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord, ToolDefinition
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -139,6 +145,23 @@ def _fit(values: list, kind: pa.DataType) -> list:
 
 # --- blocks, tools, contents ------------------------------------------------
 
+def content_sha256(item: Block | ToolDefinition) -> str:
+    """The key of ``item``'s text in ``contents``: the sha256 of the text
+    stored, '' when none is stored.
+
+    A block's text that was not redacted is the very bytes its ``sha256``
+    describes (reassemble checked them), so no block is hashed twice. Redacted
+    text is not; nor is a tool's text checked against its digest (another
+    instrumentation may hash another serialization), so those are hashed.
+    """
+    content = item.content
+    if content is None or not item.sha256:
+        return ""
+    if type(item) is Block and not item.redacted:
+        return item.sha256
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
 def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
     # Column by column from flat lists: tens of thousands of blocks per
     # export, so no per-row tuple or dict (see columns.py).
@@ -156,32 +179,35 @@ def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
         **{name: pa.array(pluck(blocks, name), pa.string()) for name in ("name", "layer", "stability", "source")},
         **{name: unsigned_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
         "sha256": pa.array(pluck(blocks, "sha256"), pa.string()),
+        "content_sha256": pa.array([content_sha256(block) for block in blocks], pa.string()),
+        "redacted": pa.array(pluck(blocks, "redacted"), pa.bool_()),
     })
 
 
 def tools_table(records: Iterable[RequestRecord]) -> pa.Table:
     columns: dict[str, list] = {name: [] for name in (
-        "started_at", "trace_id", "request_id", "service", "index", "name", "size", "sha256")}
+        "started_at", "trace_id", "request_id", "service", "index", "name", "size", "sha256",
+        "content_sha256", "redacted")}
     for record in records:
         for tool in record.tools:
             for name, value in (
                 ("started_at", int(record.started_at_ns)), ("trace_id", record.trace_id),
                 ("request_id", record.request_id), ("service", record.service),
                 ("index", _unsigned(tool.index)), ("name", tool.name), ("size", _unsigned(tool.size)),
-                ("sha256", tool.sha256),
+                ("sha256", tool.sha256), ("content_sha256", content_sha256(tool)), ("redacted", tool.redacted),
             ):
                 columns[name].append(value)
-    types = {"started_at": TIMESTAMP, "index": pa.uint32(), "size": pa.uint64()}
+    types = {"started_at": TIMESTAMP, "index": pa.uint32(), "size": pa.uint64(), "redacted": pa.bool_()}
     return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
 
 
-ContentKey = tuple[int, str]  # (day number since 1970-01-01, sha256)
+ContentKey = tuple[int, str]  # (day number since 1970-01-01, sha256 of the stored text)
 
 
 def contents_table(
     records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = ()
 ) -> tuple[pa.Table, list[ContentKey]]:
-    """Captured block and tool text, once per distinct (day, sha256).
+    """Captured block and tool text, once per distinct (day, content_sha256).
 
     ``already_stored`` holds keys known to be durable already (the sink's
     recent set); they are skipped. Returns the table and the keys it holds.
@@ -190,9 +216,10 @@ def contents_table(
     for record in records:
         day = _day(record.started_at_ns)
         for item in (*record.blocks, *record.tools):
-            if item.content is None or not item.sha256:
+            key_hash = content_sha256(item)
+            if not key_hash:
                 continue
-            key = (day, item.sha256)
+            key = (day, key_hash)
             if key in seen or key in already_stored:
                 continue
             seen[key] = (len(item.content.encode("utf-8")), item.content)
@@ -228,16 +255,17 @@ def stored_content_spans(records: Iterable[RequestRecord]) -> tuple[set[SpanKey]
 
 
 def _tool_content_stored(attributes: dict) -> bool:
-    # The condition under which reassemble's ToolDefinition and contents_table keep the text.
+    # The condition under which reassemble's ToolDefinition keeps the text and
+    # content_sha256 gives it a key in contents_table.
     sha256 = attributes.get(names.TOOL_SHA256)
     return isinstance(attributes[names.TOOL_CONTENT], str) and isinstance(sha256, str) and sha256 != ""
 
 
 def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRecord] = ()) -> pa.Table:
     """One row per span. Block and tool text that ``records`` store in
-    ``contents`` is left out of ``Events.Attributes`` — the event keeps its
-    ``sha256``, which points there — so a request's prompt is not stored
-    twice (the exporter itself would copy every attribute)."""
+    ``contents`` is left out of ``Events.Attributes`` — the ``blocks`` and
+    ``tools`` rows point there — so a request's prompt is not stored twice
+    (the exporter itself would copy every attribute)."""
     spans = list(spans)
     block_text_stored, tool_text_stored = stored_content_spans(records)
     resource, span_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)

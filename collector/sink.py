@@ -56,7 +56,8 @@ DEFAULT_SPOOL_MAX_FILES = 100_000
 # Tokens of batches made durable recently: an exporter retries within
 # seconds to minutes, far fewer batches than this. ~100 bytes each.
 RECENT_BATCH_TOKENS = 65_536
-# (day, sha256) of content written recently: a static system prompt sent
+# (day, content sha256) of content written recently — the key contents_table
+# writes under (rows.content_sha256): a static system prompt sent
 # 10,000 times a day is written once. ~150 bytes each, ~15 MB at most.
 RECENT_CONTENT_KEYS = 100_000
 # While the store is down, try it again after this long, doubling up to the
