@@ -97,23 +97,27 @@ ORDER BY started_at, request_id
 LIMIT {{limit:UInt32}}
 """
 
+# content_sha256 and redacted: see migration 005 (requests_view.content_key
+# falls back to sha256 for rows written before it).
 BLOCKS_FOR_REQUESTS = """
 SELECT request_id, toString(toDate(started_at)) AS day,
-       `index`, name, layer, stability, source, start, `end`, size, sha256
+       `index`, name, layer, stability, source, start, `end`, size, sha256, content_sha256, redacted
 FROM {db:Identifier}.blocks FINAL
 WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 ORDER BY request_id, `index`
 """
 
 TOOLS_FOR_REQUESTS = """
-SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256
+SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256, content_sha256, redacted
 FROM {db:Identifier}.tools FINAL
 WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 ORDER BY request_id, `index`
 """
 
-# Content is stored once per (day, sha256); a request on day D finds its
-# text in partition D (see the schema), so both halves of the key are bound.
+# Content is stored once per (day, sha256 of the text); a request on day D
+# finds its text in partition D (see the schema), so both halves of the key
+# are bound. A block's or tool's key is its content_sha256, or its sha256 on
+# rows older than migration 005 (requests_view.content_key).
 # The output alias must not be `day`: ClickHouse lets an alias shadow the
 # column inside WHERE, and the string would then be compared with dates.
 CONTENTS_BY_KEY = """
@@ -225,7 +229,7 @@ def tools_for(store: Store, request_ids: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Text by (day, sha256). A key with no row (content not captured) is absent."""
+    """Text by (day, sha256 of the text). A key with no row (content not captured) is absent."""
     wanted = {(day, sha256) for day, sha256 in keys if day and sha256}
     if not wanted:
         return {}

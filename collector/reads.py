@@ -94,7 +94,7 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     ids = [row["request_id"] for row in rows]
     block_rows = queries.blocks_for(store, ids)
     tool_rows = queries.tools_for(store, ids)
-    keys = [(row["day"], row["sha256"]) for row in [*block_rows, *tool_rows]]
+    keys = [requests_view.content_key(row) for row in [*block_rows, *tool_rows]]
     contents = queries.contents_for(store, keys)
     contents.update(joined.contents)
     blocks_by_request: dict[str, list] = {request_id: list(blocks) for request_id, blocks in joined.blocks.items()}

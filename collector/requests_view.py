@@ -6,6 +6,10 @@ and the API, the inspector and (through the API) the CLI show the result.
 Rows read back from the store are not trusted blindly: a block's byte range
 is checked against the prompt before any text is sliced with it, and a range
 that does not fit is reported in ``problems`` instead of raising.
+
+A block's or tool's ``size`` and ``sha256`` describe the original bytes.
+Text the sender's redaction hook changed is shown as stored, flagged
+``redacted``, and not checked against them: it was never those bytes.
 """
 
 from __future__ import annotations
@@ -165,6 +169,13 @@ def _conversation_key(row: Mapping[str, Any]) -> tuple:
 
 # --- full request objects ----------------------------------------------------
 
+def content_key(row: Mapping[str, Any]) -> tuple[str, str]:
+    """Where a block or tool row's text is in ``contents``: (day, sha256 of
+    the stored text). Rows written before migration 005 (and the blocks
+    log_join builds) have no content_sha256; their text is under ``sha256``."""
+    return row["day"], row.get("content_sha256") or row["sha256"]
+
+
 def request_object(
     row: Mapping[str, Any],
     block_rows: list[Mapping[str, Any]],
@@ -219,13 +230,34 @@ def request_object(
 
 
 def _tool(tool: Mapping[str, Any], contents: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+    content = contents.get(content_key(tool))
     return {
         "index": tool["index"],
         "name": tool["name"],
         "size": tool["size"],
         "sha256": tool["sha256"],
         "tokens_estimate": estimate_tokens(tool["size"]),
-        "content": contents.get((tool["day"], tool["sha256"])),
+        "content": content,
+        "redacted": content is not None and bool(tool.get("redacted")),
+    }
+
+
+def _block(block: Mapping[str, Any], contents: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+    content = contents.get(content_key(block))
+    return {
+        "index": block["index"],
+        "name": block["name"],
+        "layer": block["layer"],
+        "stability": block["stability"],
+        "source": block["source"],
+        "start": block["start"],
+        "end": block["end"],
+        "size": block["size"],
+        "sha256": block["sha256"],
+        "content": content,
+        # Only text can be redacted: a block whose text was not stored is not.
+        "redacted": content is not None and bool(block.get("redacted")),
+        "problems": [],
     }
 
 
@@ -237,22 +269,7 @@ def _prompt(
 ) -> dict[str, Any]:
     prompt_bytes = int(row["prompt_bytes"])
     problems: list[str] = []
-    blocks = [
-        {
-            "index": block["index"],
-            "name": block["name"],
-            "layer": block["layer"],
-            "stability": block["stability"],
-            "source": block["source"],
-            "start": block["start"],
-            "end": block["end"],
-            "size": block["size"],
-            "sha256": block["sha256"],
-            "content": contents.get((block["day"], block["sha256"])),
-            "problems": [],
-        }
-        for block in block_rows
-    ]
+    blocks = [_block(block, contents) for block in block_rows]
     ranges_ok = check_ranges(blocks, prompt_bytes, problems)
     _check_contents(blocks)
 
@@ -267,7 +284,9 @@ def _prompt(
             text = candidate[0]
             if ranges_ok:
                 _fill_from_text(blocks, candidate[1])
-    if text is not None and row["prompt_sha256"]:
+    # Text with redacted blocks in it is not the prompt the hash describes.
+    redacted = text is not None and any(block["redacted"] for block in blocks)
+    if text is not None and row["prompt_sha256"] and not redacted:
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != row["prompt_sha256"]:
             problems.append("prompt text does not match the recorded prompt sha256")
 
@@ -296,6 +315,7 @@ def _prompt(
         "block_count": row["block_count"],
         "content_captured": text is not None,
         "text": text,
+        "redacted": redacted,
         "token_share_basis": token_basis,
         "blocks": blocks,
         "problems": problems,
@@ -334,7 +354,7 @@ def check_ranges(blocks: list[dict[str, Any]], prompt_bytes: int, problems: list
 def _check_contents(blocks: list[dict[str, Any]]) -> None:
     for block in blocks:
         content = block["content"]
-        if content is None:
+        if content is None or block["redacted"]:  # redacted text is not the bytes size and sha256 describe
             continue
         data = content.encode("utf-8")
         if len(data) != int(block["size"]):

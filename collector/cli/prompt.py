@@ -167,7 +167,8 @@ def render_show(request: dict[str, Any], with_content: bool) -> str:
         if prompt["mapped"] and prompt["blocks"]:
             for block in prompt["blocks"]:
                 lines.append(f"── #{block['index']} {block['name']} ({block['layer']}, {block['stability']}, "
-                             f"{block['source']}) {human_bytes(block['size'])} ──")
+                             f"{block['source']}) {human_bytes(block['size'])}"
+                             + (" · redacted" if block.get("redacted") else "") + " ──")
                 lines.append(block["content"] if block["content"] is not None else "(content not captured)")
         else:
             lines.append("── whole prompt ──")

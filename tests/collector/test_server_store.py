@@ -14,6 +14,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
+from promptprism.collector import reads
 from promptprism.collector.rows import build_tables
 from promptprism.collector.sink import open_sink
 from promptprism.collector.store import open_store
@@ -41,6 +42,8 @@ OTEL_TRACES_COLUMNS = [
     ("ResourceAttributeItems", "Array(String)"), ("SpanAttributeItems", "Array(String)"),
 ]
 ALL_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
+# Columns of `blocks` and `tools` that migration 005 adds.
+MIGRATION_005_COLUMNS = ("content_sha256", "redacted")
 
 
 def now_ns() -> int:
@@ -166,8 +169,11 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         batch = make_batch(0, 2, started_at_ns=now_ns())
         old_tables = build_tables([], batch.records)  # 001 has no otel_traces
         for name, table in old_tables.non_empty():
-            legacy.insert(name, table)
-        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql"]
+            # The columns 001 has: what a collector of that version wrote.
+            legacy.insert(name, table.drop_columns([column for column in MIGRATION_005_COLUMNS
+                                                    if column in table.column_names]))
+        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
+                                   "005_content_keys.sql"]
         rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
                             f"FROM {old}.requests FINAL ORDER BY request_id")
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
@@ -176,6 +182,17 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         new = build_tables(batch.spans, [])
         legacy.insert("otel_traces", new.tables["otel_traces"])
         assert raw_count(legacy, "otel_traces") == 2
+        # Old block and tool rows have no content_sha256: their text is
+        # found under sha256, with no problem and nothing flagged redacted.
+        assert legacy.query(f"SELECT DISTINCT content_sha256, redacted FROM {old}.blocks") == [
+            {"content_sha256": "", "redacted": False}]
+        sent = batch.records[0]
+        request = reads.request(legacy, sent.request_id)
+        prompt = request["prompt"]
+        assert [block["content"] for block in prompt["blocks"]] == [block.content for block in sent.blocks]
+        assert prompt["problems"] == [] and not any(block["redacted"] for block in prompt["blocks"])
+        assert prompt["text"] is not None and prompt["redacted"] is False
+        assert [tool["content"] for tool in request["tools"]] == [tool.content for tool in sent.tools]
     finally:
         legacy.execute(f"DROP DATABASE IF EXISTS {old} SYNC")
 
