@@ -14,7 +14,13 @@ schema cannot drift from the single-server one:
 * a materialized view reads and writes the local tables of its shard;
 * a plain ``CREATE VIEW`` is created ``ON CLUSTER`` unchanged: it reads the
   Distributed tables under their original names, so it sees every shard,
-  and ``FINAL`` in it runs on each shard, where a request's copies live.
+  and ``FINAL`` in it runs on each shard, where a request's copies live;
+* a table rebuild (migration 006: a ``X__rebuild`` staging table, ``INSERT …
+  SELECT``, ``EXCHANGE TABLES``, ``DROP TABLE``): the copy runs once, through
+  the Distributed tables (rows land on the shard of their sharding key, and
+  the insert returns once they are there); the exchange swaps the local
+  tables ``ON CLUSTER`` (each Distributed table names its local table, so it
+  follows); a drop removes the Distributed and the local table.
 
 Rows are sharded by trace id (``requests``, ``blocks``, ``tools``,
 ``otel_traces``, ``genai_events``, ``otel_logs``): a request, its blocks and its spans live on one shard, so
@@ -44,6 +50,13 @@ from ..config import PROMPTPRISM_CLICKHOUSE_CLUSTER
 # <macros>, {database} and {table} are filled in by ClickHouse itself.
 REPLICA_PATH = "/clickhouse/tables/{shard}/{database}/{table}"
 REPLICA_NAME = "{replica}"
+# A rebuild's staging table is swapped into the live name afterwards and
+# dropped (not SYNC) on a re-run; a path from its UUID (ClickHouse's own
+# default_replica_path) never collides with the path of a table still live or
+# not yet cleaned up. The macros are expanded when the table is created, so a
+# path stays with its table through EXCHANGE.
+REBUILD_REPLICA_PATH = "/clickhouse/tables/{uuid}/{shard}"
+REBUILD_SUFFIX = "__rebuild"
 # One replication group for the whole cluster (no {shard}): every node must
 # see which migrations ran, whichever shard a collector connects to.
 MIGRATIONS_PATH = "/clickhouse/tables/all/{database}/schema_migrations"
@@ -65,6 +78,11 @@ SHARDING_KEYS = {
 }
 DEFAULT_SHARDING_KEY = "rand()"
 
+# A copy through Distributed tables returns only once every row is on its
+# shard: the EXCHANGE that follows must see them (ClickHouse 23.x renamed
+# insert_distributed_sync to this; 24.8 and 26.x take it).
+DISTRIBUTED_COPY_SETTINGS = "SETTINGS distributed_foreground_insert = 1"
+
 # Settings that exist under another name on replicated tables.
 REPLICATED_SETTINGS = {"non_replicated_deduplication_window": "replicated_deduplication_window"}
 
@@ -77,6 +95,10 @@ _CREATE_VIEW = re.compile(
     re.S)
 _CREATE_PLAIN_VIEW = re.compile(rf"^CREATE VIEW IF NOT EXISTS ({_IDENTIFIER})\.({_IDENTIFIER})\s+AS\s", re.S)
 _ALTER = re.compile(rf"^ALTER TABLE ({_IDENTIFIER})\.({_IDENTIFIER})\s+(.*)$", re.S)
+_INSERT_SELECT = re.compile(rf"^INSERT INTO ({_IDENTIFIER})\.({_IDENTIFIER})\s*\([^()]*\)\s*SELECT\s", re.S)
+_EXCHANGE = re.compile(
+    rf"^EXCHANGE TABLES ({_IDENTIFIER})\.({_IDENTIFIER}) AND ({_IDENTIFIER})\.({_IDENTIFIER})$")
+_DROP = re.compile(rf"^DROP TABLE IF EXISTS ({_IDENTIFIER})\.({_IDENTIFIER})$")
 
 
 class ClusterDDLError(ValueError):
@@ -93,12 +115,17 @@ def cluster_name(environ=None) -> str | None:
     return value
 
 
-def _replicated_engine(match: re.Match) -> str:
+def _replicated_engine(match: re.Match, path: str = REPLICA_PATH) -> str:
     engine, arguments = match.group(1), (match.group(2) or "").strip()
     if engine.startswith("Replicated"):
         return match.group(0)
-    replication = f"'{REPLICA_PATH}', '{REPLICA_NAME}'"
+    replication = f"'{path}', '{REPLICA_NAME}'"
     return f"ENGINE = Replicated{engine}({replication}{', ' + arguments if arguments else ''})"
+
+
+def _base_table(table: str) -> str:
+    """The table a rebuild's staging table stands in for (``contents__rebuild`` → ``contents``)."""
+    return table[: -len(REBUILD_SUFFIX)] if table.endswith(REBUILD_SUFFIX) else table
 
 
 def _rename_settings(text: str) -> str:
@@ -117,9 +144,11 @@ def translate(statement: str, cluster: str) -> list[str]:
         body = text[create.end():]
         if not _ENGINE.search(body):
             raise ClusterDDLError(f"CREATE TABLE {table} has no ENGINE clause")
-        local_body = _rename_settings(_ENGINE.sub(_replicated_engine, body, count=1))
+        path = REBUILD_REPLICA_PATH if table.endswith(REBUILD_SUFFIX) else REPLICA_PATH
+        local_body = _rename_settings(_ENGINE.sub(lambda match: _replicated_engine(match, path), body, count=1))
         local = f"CREATE TABLE IF NOT EXISTS {database}.{table}{LOCAL_SUFFIX} {on_cluster} {local_body}"
-        sharding = SHARDING_KEYS.get(table, DEFAULT_SHARDING_KEY)
+        # A staging table is sharded like the table it replaces: the copy keeps every row on its shard.
+        sharding = SHARDING_KEYS.get(_base_table(table), DEFAULT_SHARDING_KEY)
         distributed = (
             f"CREATE TABLE IF NOT EXISTS {database}.{table} {on_cluster} AS {database}.{table}{LOCAL_SUFFIX} "
             f"ENGINE = Distributed({cluster}, {database}, {table}{LOCAL_SUFFIX}, {sharding})"
@@ -146,6 +175,19 @@ def translate(statement: str, cluster: str) -> list[str]:
             # A Distributed table has its own column list; keep it in step.
             statements.append(f"ALTER TABLE {database}.{table} {on_cluster} {action}")
         return statements
+    if _INSERT_SELECT.match(text):
+        # Run once, on the node the migration talks to; INSERT has no ON CLUSTER.
+        return [f"{text} {DISTRIBUTED_COPY_SETTINGS}"]
+    exchange = _EXCHANGE.match(text)
+    if exchange:
+        database, first, other_database, second = exchange.groups()
+        return [f"EXCHANGE TABLES {database}.{first}{LOCAL_SUFFIX} AND "
+                f"{other_database}.{second}{LOCAL_SUFFIX} {on_cluster}"]
+    drop = _DROP.match(text)
+    if drop:
+        database, table = drop.groups()
+        return [f"DROP TABLE IF EXISTS {database}.{table} {on_cluster}",
+                f"DROP TABLE IF EXISTS {database}.{table}{LOCAL_SUFFIX} {on_cluster}"]
     raise ClusterDDLError(f"cannot distribute statement: {text[:80]}…")
 
 

@@ -173,7 +173,7 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
             legacy.insert(name, table.drop_columns([column for column in MIGRATION_005_COLUMNS
                                                     if column in table.column_names]))
         assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
-                                   "005_content_keys.sql"]
+                                   "005_content_keys.sql", "006_contents_by_day.sql"]
         rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
                             f"FROM {old}.requests FINAL ORDER BY request_id")
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},

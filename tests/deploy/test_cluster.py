@@ -23,11 +23,12 @@ def _all(database: str) -> list[str]:
 
 
 def _single_server_tables(database: str) -> set[str]:
+    """The tables the migrations leave behind (a rebuild's staging table is dropped again)."""
     tables = set()
     for migration in load_migrations(database=database, retention_days=30):
         for statement in migration.statements:
             match = re.match(rf"CREATE TABLE IF NOT EXISTS {database}\.(\w+)", statement)
-            if match:
+            if match and not match.group(1).endswith(cluster.REBUILD_SUFFIX):
                 tables.add(match.group(1))
     return tables
 
@@ -77,6 +78,8 @@ def _runnable_in_chdb(statement: str, database: str) -> str:
     (the same read path for one shard: the original name over ``X_local``)."""
     plain = statement.replace(f" ON CLUSTER {CLUSTER}", "")
     plain = re.sub(r"Replicated(\w*MergeTree)\('[^']*', '[^']*'(, )?", r"\1(", plain)
+    # A Merge table takes no inserts: the one shard's local table does.
+    plain = re.sub(rf"^INSERT INTO {database}\.(\w+) ", rf"INSERT INTO {database}.\1_local ", plain)
     return re.sub(rf"ENGINE = Distributed\({CLUSTER}, {database}, (\w+), .*\)$",
                   lambda match: f"ENGINE = Merge({database}, '^{match.group(1)}$')", plain)
 
@@ -109,6 +112,46 @@ def test_local_tables_run_in_chdb_without_replication(store):
         store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
+def test_the_contents_rebuild_of_006_on_a_cluster():
+    """Staging table beside the live one, copied through the Distributed tables
+    (in the foreground), swapped on every node, dropped with its Distributed twin."""
+    (migration,) = [m for m in cluster.load_cluster_migrations(database="promptprism", retention_days=30,
+                                                                cluster=CLUSTER) if m.version == 6]
+    statements = list(migration.statements)
+    local = next(s for s in statements if s.startswith("CREATE TABLE IF NOT EXISTS promptprism.contents__rebuild_local "))
+    assert "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')" in local
+    assert "ORDER BY (day, sha256)" in local and "replicated_deduplication_window = 10000" in local
+    assert next(s for s in statements if s.startswith("CREATE TABLE IF NOT EXISTS promptprism.contents__rebuild ")) \
+        .endswith("ENGINE = Distributed(prism_cluster, promptprism, contents__rebuild_local, cityHash64(sha256))")
+    copies = [s for s in statements if s.startswith("INSERT INTO")]
+    assert len(copies) == 2 and all(s.endswith("SETTINGS distributed_foreground_insert = 1") for s in copies)
+    assert "EXCHANGE TABLES promptprism.contents_local AND promptprism.contents__rebuild_local " \
+           f"ON CLUSTER {CLUSTER}" in statements
+    assert statements[-2:] == [f"DROP TABLE IF EXISTS promptprism.contents__rebuild ON CLUSTER {CLUSTER}",
+                               f"DROP TABLE IF EXISTS promptprism.contents__rebuild_local ON CLUSTER {CLUSTER}"]
+
+
+def test_the_rebuilt_contents_keep_every_day_on_one_shard_in_chdb(store):
+    """The cluster DDL up to 005, a text stored on seven days and merged, then 006: every day reads back."""
+    database = store.database + "_cluster"
+    store.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
+    migrations = cluster.load_cluster_migrations(database=database, retention_days=30, cluster=CLUSTER)
+    try:
+        for migration in migrations:
+            if migration.version == 6:
+                store.execute(f"INSERT INTO {database}.contents_local (day, sha256, size, content) "
+                              "SELECT today() - number, 'abc', 4, 'text' FROM numbers(7)")
+                store.execute(f"OPTIMIZE TABLE {database}.contents_local FINAL")
+                assert store.query(f"SELECT count() AS n FROM {database}.contents FINAL") == [{"n": 1}]
+            for statement in migration.statements:
+                store.execute(_runnable_in_chdb(statement, database))
+        assert store.query(f"SELECT count() AS n FROM {database}.contents FINAL") == [{"n": 7}]
+        assert store.query(f"SELECT sorting_key FROM system.tables WHERE database = {{db:String}} "
+                           f"AND name = 'contents_local'", {"db": database}) == [{"sorting_key": "day, sha256"}]
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
 def test_plain_views_are_created_on_cluster_over_the_distributed_tables():
     views = [statement for statement in _all("promptprism") if statement.startswith("CREATE VIEW")]
     assert {re.match(r"CREATE VIEW IF NOT EXISTS promptprism\.(\w+) ", view).group(1) for view in views} >= \
@@ -132,3 +175,5 @@ def test_script_records_versions_and_configuration_selects_the_cluster():
 def test_unknown_statement_is_refused():
     with pytest.raises(cluster.ClusterDDLError):
         cluster.translate("DROP TABLE promptprism.requests", CLUSTER)
+    with pytest.raises(cluster.ClusterDDLError):
+        cluster.translate("INSERT INTO promptprism.contents VALUES ('2025-01-01', 'a', 1, 'x')", CLUSTER)
