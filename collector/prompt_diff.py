@@ -152,6 +152,7 @@ def _side(request: Mapping[str, Any]) -> dict[str, Any]:
         "mapped": request["prompt"]["mapped"],
         "request_bytes": request["request_bytes"],
         "block_count": len(request["prompt"]["blocks"]),
+        "lineage": request.get("lineage"),
     }
 
 
@@ -181,6 +182,9 @@ def diff_requests(request_a: Mapping[str, Any], request_b: Mapping[str, Any]) ->
         "request_bytes_delta": int(request_b["request_bytes"]) - int(request_a["request_bytes"]),
         "byte_classes_delta": {name: int(classes_b[name]) - int(classes_a[name]) for name in classes_b},
         "identical_prompt": bool(request_a["prompt"]["sha256"]) and request_a["prompt"]["sha256"] == request_b["prompt"]["sha256"],
+        # Two requests named explicitly may belong to different lineages
+        # (``lineage``); the diff is still made, and says so.
+        "same_lineage": request_a.get("lineage") == request_b.get("lineage"),
         "responsible": responsible["name"] if responsible else None,
         "blocks": differing,
         **by_status,

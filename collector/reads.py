@@ -154,10 +154,21 @@ def trace(store: Store, text: str) -> dict[str, Any]:
 
 
 def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
-    """``GET /api/diff?a=&b=``: block-level diff from request a to request b."""
-    if not text_a or not text_b:
-        raise BadArgument("give two requests to compare: ?a=ID&b=ID")
-    return prompt_diff.diff_requests(request(store, text_a), request(store, text_b))
+    """``GET /api/diff?a=&b=``: block-level diff from request a to request b.
+
+    Without ``a``, b is compared with the request before it in its lineage
+    (its ``previous``), never with a request of another lineage.
+    """
+    if not text_b:
+        raise BadArgument("give the request to compare: ?b=ID (and ?a=ID, else b's previous request)")
+    request_b = request(store, text_b)
+    if text_a:
+        return {**prompt_diff.diff_requests(request(store, text_a), request_b), "a_chosen_as": "given"}
+    previous = request_b["previous"]
+    if previous is None:
+        raise NotFound(f"request {request_b['request_id']} is the first of its lineage "
+                       "(conversation, service, provider, model, process): there is no previous request to compare with")
+    return {**prompt_diff.diff_requests(request(store, previous["request_id"]), request_b), "a_chosen_as": "previous"}
 
 
 # --- list filters --------------------------------------------------------------

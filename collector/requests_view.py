@@ -19,6 +19,9 @@ import hashlib
 import json
 from typing import Any, Iterable, Mapping
 
+from .lineage import describe as describe_lineage
+from .lineage import lineage_key
+
 # Token counts are estimated at ~4 UTF-8 bytes per token, the usual rule of
 # thumb for English text with BPE tokenizers. Every estimated number carries
 # "estimate" in its name; provider-reported usage is shown apart from it.
@@ -118,12 +121,12 @@ def _usage(row: Mapping[str, Any]) -> dict[str, Any]:
 def previous_requests(
     targets: Iterable[Mapping[str, Any]], candidates: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """For each target row, the request just before it in the same conversation.
+    """For each target row, the request just before it in its lineage (``lineage``).
 
-    A request with a conversation id is compared with the previous request of
-    that conversation. Without one (many agent loops set none) the previous
-    request of the same trace from the same service and process stands in,
-    and ``basis`` says which rule matched.
+    The lineage is the conversation with the same service, provider, model and
+    process kind; without a conversation id (many agent loops set none), the
+    trace with the same service, provider, model and process. ``basis`` says
+    which of the two it was.
     """
     targets = list(targets)
     pool: dict[str, Mapping[str, Any]] = {}
@@ -135,16 +138,16 @@ def previous_requests(
 
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for row in pool.values():
-        groups.setdefault(_conversation_key(row), []).append(row)
+        groups.setdefault(lineage_key(row), []).append(row)
     for members in groups.values():
         members.sort(key=order)
 
     found: dict[str, dict[str, Any]] = {}
     for target in targets:
-        key = _conversation_key(target)
+        key = lineage_key(target)
         members = groups.get(key, [])
         position = next((i for i, row in enumerate(members) if row["request_id"] == target["request_id"]), None)
-        if not position:  # None (absent) or 0 (first of its conversation)
+        if not position:  # None (absent) or 0 (first of its lineage)
             continue
         before = members[position - 1]
         found[target["request_id"]] = {
@@ -159,12 +162,6 @@ def previous_requests(
             "tokens_delta_estimate": estimate_tokens(target["prompt_bytes"]) - estimate_tokens(before["prompt_bytes"]),
         }
     return found
-
-
-def _conversation_key(row: Mapping[str, Any]) -> tuple:
-    if row["conversation_id"]:
-        return ("conversation", row["conversation_id"])
-    return ("trace", row["trace_id"], row["service"], row["process_kind"], row["process_id"])
 
 
 # --- full request objects ----------------------------------------------------
@@ -222,6 +219,7 @@ def request_object(
             "headroom_tokens": row["headroom_tokens"],
             "reasoning_effort": row["reasoning_effort"],
         },
+        "lineage": describe_lineage(row),
         "previous": dict(previous) if previous else None,
         "attributes": dict(row["attributes"] or {}),
         "resource_attributes": dict(row["resource_attributes"] or {}),

@@ -61,9 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     diff = verbs.add_parser("diff", help="two requests compared block by block, the change's cause first",
                             description="Block-level diff from request A to request B: the blocks responsible "
-                                        "for the largest byte change come first.")
-    diff.add_argument("a", type=_request_id, help="the earlier request (span id or prefix)")
-    diff.add_argument("b", type=_request_id, help="the later request (span id or prefix)")
+                                        "for the largest byte change come first. With one id, B is compared "
+                                        "with the request before it in its lineage (same conversation, service, "
+                                        "provider, model and process kind; without a conversation: trace and "
+                                        "process).")
+    diff.add_argument("ids", type=_request_id, nargs="+", metavar="[A] B",
+                      help="the earlier request A (default: B's previous request) and the later request B "
+                           "(span ids or prefixes)")
     diff.set_defaults(handler=run_diff)
 
     listing = verbs.add_parser("list", help="recent requests, newest first, with filters",
@@ -185,6 +189,11 @@ def render_diff(diff: dict[str, Any]) -> str:
         f" · request body {signed_bytes(diff['request_bytes_delta'])}"
         + (" · identical prompts" if diff["identical_prompt"] else ""),
     ]
+    if diff.get("a_chosen_as") == "previous":
+        lines.append("a is b's previous request in its lineage")
+    if not diff.get("same_lineage", True):
+        lines.append(f"note: a and b are not in the same lineage ({a['service']} · {a['model']} against "
+                     f"{b['service']} · {b['model']}): two different streams of requests")
     if diff["responsible"]:
         lines.append(f"responsible: {diff['responsible']}")
     if diff["blocks"]:
@@ -242,7 +251,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    answer = get_json("/api/diff", {"a": args.a, "b": args.b}, url=args.url)
+    if len(args.ids) > 2:
+        raise CommandError(f"give one or two request ids, not {len(args.ids)}")
+    *earlier, later = args.ids
+    answer = get_json("/api/diff", {"a": earlier[0] if earlier else None, "b": later}, url=args.url)
     return _print(answer, args.json, render_diff)
 
 

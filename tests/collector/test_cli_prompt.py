@@ -140,6 +140,18 @@ def test_ambiguous_prefix_lists_candidates_in_one_line(collector):
     assert "ambiguous" in line and all(candidate in line for candidate in (data.FIRST, data.SECOND, data.THIRD))
 
 
+def test_diff_with_one_id_compares_with_the_previous_request_of_its_lineage(collector):
+    _, environment = collector
+    output = promptprism(environment, "prompt", "diff", data.THIRD).stdout
+    assert output.splitlines()[0].startswith(f"a {data.SECOND}")
+    assert "a is b's previous request in its lineage" in output and "not in the same lineage" not in output
+    line = error_line(promptprism(environment, "prompt", "diff", data.FIRST, status=1))
+    assert "404" in line and "first of its lineage" in line
+    # Two ids of different lineages are compared as asked, and the output says so.
+    output = promptprism(environment, "prompt", "diff", data.UNMAPPED, data.SECOND).stdout
+    assert "note: a and b are not in the same lineage" in output
+
+
 def test_unknown_request_is_one_line(collector):
     _, environment = collector
     line = error_line(promptprism(environment, "prompt", "show", "ffffffffffffffff", status=1))
@@ -149,7 +161,7 @@ def test_unknown_request_is_one_line(collector):
 
 
 @pytest.mark.parametrize("arguments", [
-    ("prompt", "show", "xyz!"), ("prompt", "show", "a1b"), ("prompt", "diff", data.FIRST),
+    ("prompt", "show", "xyz!"), ("prompt", "show", "a1b"), ("prompt", "diff"),
     ("prompt", "list", "--limit", "ten"), ("prompt", "show"),
 ])
 def test_bad_arguments_are_one_line_without_contacting_the_collector(collector, arguments):

@@ -62,7 +62,7 @@ def test_trace_page_lists_requests_in_order_with_growth(site):
     text = page(site, f"/trace/{data.AGENT_TRACE}")
     order = [text.index(f"<code>{request_id}</code>") for request_id in (data.FIRST, data.SECOND, data.THIRD)]
     assert order == sorted(order)
-    assert "first of its conversation" in text
+    assert "first of its lineage" in text
     assert "growth up" in text and f"/diff?a={data.FIRST}&amp;b={data.SECOND}" in text
 
 
@@ -97,7 +97,7 @@ def test_index_lists_and_filters(site):
     ("/requests/ffffffffffffffff", 404, "no request"),
     ("/requests/zz", 400, "hexadecimal"),
     ("/trace/ffffffffffffffffffffffffffffffff", 404, "no LLM requests"),
-    ("/diff?a=a1b2c3d4e5f60001", 400, "two requests"),
+    ("/diff?a=a1b2c3d4e5f60001", 400, "give the request to compare"),
 ])
 def test_error_pages_keep_statuses_apart(site, path, status, needle):
     assert needle in page(site, path, status)

@@ -143,9 +143,11 @@ def test_not_captured_content_is_none_and_hashes_remain():
     assert all(block["content"] is None and len(block["sha256"]) == 64 for block in result["prompt"]["blocks"])
 
 
-def summary_row(request_id, started_ms, prompt_bytes, conversation="c", trace="t" * 32, process=("channel", "1")):
+def summary_row(request_id, started_ms, prompt_bytes, conversation="c", trace="t" * 32, process=("channel", "1"),
+                service="s", provider="openai", model="gpt-test"):
     return {"request_id": request_id, "trace_id": trace, "started_at_ns": started_ms * 1_000_000,
-            "conversation_id": conversation, "service": "s", "process_kind": process[0], "process_id": process[1],
+            "conversation_id": conversation, "service": service, "provider": provider, "model": model,
+            "process_kind": process[0], "process_id": process[1],
             "prompt_bytes": prompt_bytes, "bytes_total": prompt_bytes * 2}
 
 
@@ -159,6 +161,42 @@ def test_previous_request_is_found_by_conversation_then_by_trace_and_process():
     assert found["r3"]["request_id"] == "r2" and found["r3"]["prompt_bytes_delta"] == -30
     assert found["r2"]["basis"] == "conversation"
     assert found["x2"]["request_id"] == "x1" and found["x2"]["basis"] == "trace"
+
+
+def test_previous_request_stays_in_its_lineage():
+    """A conversation id shared by two services and two models: four lineages, no comparison across them."""
+    rows = [
+        summary_row("a1", 0, 100, service="gateway", model="gpt-4.1"),
+        summary_row("b1", 1, 900, service="worker", provider="anthropic", model="claude"),
+        summary_row("a2", 2, 110, service="gateway", model="gpt-4.1"),
+        summary_row("m1", 3, 50, service="gateway", model="gpt-4.1-mini"),
+        summary_row("b2", 4, 950, service="worker", provider="anthropic", model="claude"),
+        summary_row("k1", 5, 300, service="gateway", model="gpt-4.1", process=("compactor", "1")),
+        summary_row("a3", 6, 120, service="gateway", model="gpt-4.1", process=("channel", "2")),
+    ]
+    found = previous_requests(rows, [])
+    assert {target: found[target]["request_id"] for target in found} == {"a2": "a1", "b2": "b1", "a3": "a2"}
+    assert found["a2"]["prompt_bytes_delta"] == 10 and found["b2"]["prompt_bytes_delta"] == 50
+
+
+def test_lineage_is_one_definition_in_python_and_sql(store):
+    """lineage_key and LINEAGE_SQL give the same tuple for the same rows."""
+    import json
+
+    from promptprism.collector.lineage import LINEAGE_SQL, lineage_key
+
+    rows = [summary_row("a1", 0, 1, service="gateway", model="gpt-4.1"),
+            summary_row("a2", 0, 1, conversation="", process=("worker", "w-2"), provider="anthropic"),
+            summary_row("a3", 0, 1, conversation="", process=("", ""))]
+    for row in rows:
+        values = {name: row[name] for name in ("conversation_id", "trace_id", "service", "provider", "model",
+                                               "process_kind", "process_id")}
+        (answer,) = store.query(
+            f"SELECT {LINEAGE_SQL} AS lineage FROM (SELECT {{conversation_id:String}} AS conversation_id, "
+            "{trace_id:String} AS trace_id, toLowCardinality({service:String}) AS service, "
+            "toLowCardinality({provider:String}) AS provider, toLowCardinality({model:String}) AS model, "
+            "toLowCardinality({process_kind:String}) AS process_kind, {process_id:String} AS process_id)", values)
+        assert tuple(json.loads(json.dumps(answer["lineage"]))) == lineage_key(row)
 
 
 def test_previous_request_can_come_from_another_trace():
