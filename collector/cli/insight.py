@@ -23,9 +23,11 @@ REQUESTS_SHOWN_DEFAULT = 20
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--since", default="7d",
-                        help="start of the period: 7d, 24h, 30m, Unix seconds or RFC 3339 (default 7d)")
-    parser.add_argument("--until", help="end of the period (default now)")
+    parser.add_argument("--since", help="start of the period: 7d, 24h, 30m, Unix seconds or RFC 3339 (default: "
+                                            "growth compares the later half of the stored requests, at most 7 days, "
+                                            "with the half before it; cache covers the last 7 days)")
+    parser.add_argument("--until", help="end of the period (default now; growth without --since/--until: "
+                                        "the newest stored request)")
     parser.add_argument("--service", help="only this service")
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--process", help="only this process kind (promptprism.process.kind)")
@@ -104,26 +106,35 @@ def _pct(value: Any) -> str:
 
 def render_growth(answer: Mapping[str, Any]) -> str:
     previous = answer["previous_window"]
+    chosen = answer.get("window_basis")
     lines = [
         answer["summary"],
-        f"period {_window_line(answer)} against {previous['since']} – {previous['until']}, "
-        f"by {answer['dimension']}; ≈{answer['bytes_per_token']} bytes per token",
+        f"period {_window_line(answer)} against {previous['since']} – {previous['until']}"
+        + (f" ({chosen})" if answer.get("window_chosen") == "default" and chosen else "")
+        + f", by {answer['dimension']}; ≈{answer['bytes_per_token']} bytes per token",
         "",
     ]
-    rows = [[answer["dimension"], "previous B/req", "current B/req", "Δ B/req", "Δ tokens", "change", "share of prompt change"]]
+    by_name = answer["dimension"] == "name"
+    rows = [[answer["dimension"], *(["layer"] if by_name else []), "previous B/req", "current B/req", "Δ B/req",
+             "Δ tokens", "change", "share of prompt change"]]
     for row in answer["attribution"]:
         rows.append([
-            str(row["series"]), f"{row['previous_bytes']:,.0f}", f"{row['current_bytes']:,.0f}",
+            str(row["series"]), *([str(row.get("layers") or "")] if by_name else []),
+            f"{row['previous_bytes']:,.0f}", f"{row['current_bytes']:,.0f}",
             f"{row['delta_bytes']:+,.0f}", f"{row['delta_tokens']:+,.0f}", _pct(row["change_pct"]),
             _pct(row["contribution_pct"]),
         ])
     total = answer["total"]
-    rows.append(["(whole prompt)", f"{total['previous_bytes']:,.0f}", f"{total['current_bytes']:,.0f}",
-                 f"{total['delta_bytes']:+,.0f}", f"{total['delta_tokens']:+,.0f}", _pct(total["change_pct"]),
-                 _pct(total["change_pct"])])
+    rows.append(["(whole prompt)", *([""] if by_name else []), f"{total['previous_bytes']:,.0f}",
+                 f"{total['current_bytes']:,.0f}", f"{total['delta_bytes']:+,.0f}", f"{total['delta_tokens']:+,.0f}",
+                 _pct(total["change_pct"]), _pct(total["change_pct"])])
+    numbers = set(range(2 if by_name else 1, len(rows[0])))
     if len(rows) > 2:
-        lines.extend(_table(rows, right_aligned={1, 2, 3, 4, 5, 6}))
-    lines.append(f"requests: {total['previous_requests']} previous, {total['current_requests']} current")
+        lines.extend(_table(rows, right_aligned=numbers))
+    lines.append(f"requests compared: {total['previous_requests']} previous, {total['current_requests']} current, "
+                 f"within {total.get('lineages_compared', 0)} lineage(s) with requests in both periods"
+                 + (f"; {total['requests_not_compared']} in lineages seen in one period only, not compared"
+                    if total.get("requests_not_compared") else ""))
     return "\n".join(lines)
 
 
@@ -135,11 +146,15 @@ def render_cache(answer: Mapping[str, Any], *, requests_shown: int = 0) -> str:
                  f"before stable blocks; ≈{answer['bytes_per_token']} bytes per token")
     if answer["by_block"]:
         lines.append("")
-        rows = [["first changed block", "stability", "breaks", "B re-sent", "≈ tokens", "example trace"]]
+        rows = [["first changed block", "stability", "breaks", "B re-sent", "≈ tokens", "expected prefix ≈ tokens",
+                 "reported cache read", "example trace"]]
         for row in answer["by_block"]:
+            reported = row.get("reported_cache_read_tokens")
             rows.append([str(row["block"]), str(row["stability"]), str(row["breaks"]),
-                         f"{row['bytes_rewritten']:,}", f"{row['tokens_rewritten']:,}", str(row["example_trace_id"])])
-        lines.extend(_table(rows, right_aligned={2, 3, 4}))
+                         f"{row['bytes_rewritten']:,}", f"{row['tokens_rewritten']:,}",
+                         f"{row['expected_prefix_tokens']:,}", "not reported" if reported is None else f"{reported:,}",
+                         str(row["example_trace_id"])])
+        lines.extend(_table(rows, right_aligned={2, 3, 4, 5, 6}))
     if answer["misordered"]:
         lines.append("")
         rows = [["turn block", "sits before", "requests", "stable B after it", "≈ tokens", "example trace"]]
@@ -149,11 +164,15 @@ def render_cache(answer: Mapping[str, Any], *, requests_shown: int = 0) -> str:
         lines.extend(_table(rows, right_aligned={2, 3, 4}))
     if requests_shown and answer["requests"]:
         lines.append("")
-        rows = [["request", "conversation", "verdict", "changed block", "prefix B", "expected cached", "reported cached"]]
+        rows = [["request", "conversation", "verdict", "changed block", "expected prefix B", "≈ tokens",
+                 "reported cache read"]]
         for row in answer["requests"][:requests_shown]:
             reported = row["cache_read_tokens"]
             rows.append([str(row["request_id"]), str(row["conversation_id"]), str(row["verdict"]),
-                         str(row["changed_block"] or "–"), f"{row['prefix_bytes']:,}",
-                         f"{row['expected_cached_tokens']:,}", "–" if reported is None else f"{reported:,}"])
+                         str(row["changed_block"] or "–"), f"{row['expected_prefix_bytes']:,}",
+                         f"{row['expected_prefix_tokens']:,}", "not reported" if reported is None else f"{reported:,}"])
         lines.extend(_table(rows, right_aligned={4, 5, 6}))
+        lines.append("expected prefix: tool definitions and the leading static and session blocks; a break is a "
+                     "reported cache read short of it with a part of it changed since the previous request of "
+                     "the lineage")
     return "\n".join(lines)

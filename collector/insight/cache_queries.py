@@ -1,25 +1,52 @@
 """Cache queries: which block broke the provider's prompt cache, and which sits in the wrong place.
 
 One analysis compares each mapped request with the previous request of its
-conversation, block by block; the queries here group its rows per request,
-per changed block, per misplaced turn block and per time bucket.
+lineage (collector/lineage.py: same conversation, service, provider, model
+and process kind; without a conversation, trace and process), block by
+block, and weighs that against what the provider reported; the queries here
+group its rows per request, per changed block, per misplaced turn block and
+per time bucket.
+
+The verdict's inputs, all in every row:
+
+* the expected cacheable prefix: the request's tool definitions (providers
+  put them before the system prompt and count them in cache reads) and the
+  leading static and session blocks — ``expected_prefix_bytes`` and its
+  estimate ``expected_prefix_tokens``;
+* the provider's ``cache_read_tokens``.
+
+Reported cache reads that cover the expected prefix mean the cache held: no
+break, whatever changed since the previous request (another request may have
+warmed the cache). When they fall short, the first part in prompt order
+(tools, then blocks) whose bytes changed since the previous request of the
+lineage, within the expected prefix, broke the cache and is named. Short with
+nothing changed there is the provider's doing (cache expired, prefix under
+its minimum). Without a reported figure the hashes alone decide.
 """
 
 from __future__ import annotations
 
+from ..lineage import LINEAGE_SQL
 from .named_query import BYTES_PER_TOKEN, InsightQuery
 
 # Stabilities a provider's prompt cache can reuse across requests.
 STABLE = "('static', 'session')"
 
-# The previous request of a conversation may sit before the window; looking
-# back a day finds it for every conversation that is still active.
+# The previous request of a lineage may sit before the window; looking back
+# a day finds it for every conversation that is still active.
 CONVERSATION_LOOKBACK = "INTERVAL 1 DAY"
+
+# Reported cache reads under this share of the expected prefix, with nothing
+# changed in it, are a provider miss. A smaller shortfall is the provider's
+# granularity (OpenAI counts cached tokens in steps of 128), not a miss.
+PROVIDER_MISS_SHARE = 0.5
+
+# The name the tool definitions go by when they are what changed.
+TOOLS_PART = "(tools)"
 
 
 # One row per mapped request with its blocks as parallel arrays (in index
-# order) and the same arrays of the previous request of its conversation.
-# Requests without a conversation id are their own partition: no previous.
+# order) and the same arrays of the previous request of its lineage.
 _CACHE_ANALYSIS = f"""
     WITH
         block_arrays AS (
@@ -33,9 +60,11 @@ _CACHE_ANALYSIS = f"""
         per_request AS (
             SELECT
                 r.started_at AS started_at, r.request_id AS request_id, r.trace_id AS trace_id,
-                r.service AS service, r.model AS model, r.process_kind AS process_kind,
+                r.service AS service, r.provider AS provider, r.model AS model,
+                r.process_kind AS process_kind, r.process_id AS process_id,
                 r.conversation_id AS conversation_id,
                 r.cache_read_tokens AS cache_read_tokens, r.input_tokens AS input_tokens,
+                toInt64(r.bytes_tools) AS tools_bytes, r.tools_catalog_sha256 AS tools_sha256,
                 arrayMap(part -> part.2, b.parts) AS names,
                 arrayMap(part -> part.3, b.parts) AS stabilities,
                 arrayMap(part -> part.4, b.parts) AS hashes,
@@ -49,13 +78,14 @@ _CACHE_ANALYSIS = f"""
         with_previous AS (
             SELECT
                 *,
-                lagInFrame(request_id, 1, '') OVER conversation AS previous_request_id,
-                lagInFrame(names) OVER conversation AS previous_names,
-                lagInFrame(stabilities) OVER conversation AS previous_stabilities,
-                lagInFrame(hashes) OVER conversation AS previous_hashes
+                lagInFrame(request_id, 1, '') OVER lineage AS previous_request_id,
+                lagInFrame(names) OVER lineage AS previous_names,
+                lagInFrame(stabilities) OVER lineage AS previous_stabilities,
+                lagInFrame(hashes) OVER lineage AS previous_hashes,
+                lagInFrame(tools_sha256) OVER lineage AS previous_tools_sha256
             FROM per_request
-            WINDOW conversation AS (
-                PARTITION BY if(conversation_id = '', request_id, conversation_id)
+            WINDOW lineage AS (
+                PARTITION BY {LINEAGE_SQL}
                 ORDER BY started_at, request_id
                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ),
@@ -66,6 +96,7 @@ _CACHE_ANALYSIS = f"""
                 -- the cacheable prefix: the leading run of static and session blocks
                 arrayFirstIndex(stability -> stability NOT IN {STABLE}, stabilities) AS first_unstable,
                 toInt64(if(first_unstable = 0, length(stabilities), first_unstable - 1)) AS prefix_blocks,
+                has_previous AND tools_sha256 != previous_tools_sha256 AS tools_changed,
                 -- the first block whose hash differs from the previous request's block at that position
                 arrayFirstIndex(
                     (hash, position) -> position > length(previous_hashes) OR hash != previous_hashes[position],
@@ -83,30 +114,44 @@ _CACHE_ANALYSIS = f"""
             FROM with_previous
         )
     SELECT
-        started_at, request_id, trace_id, service, model, process_kind, conversation_id,
+        started_at, request_id, trace_id, service, provider, model, process_kind, conversation_id,
         previous_request_id, has_previous,
         length(names) AS blocks,
         prefix_blocks,
         arraySum(arraySlice(sizes, 1, prefix_blocks)) AS prefix_bytes,
-        has_previous AND prefix_blocks > 0 AND (changed_index = 0 OR changed_index > prefix_blocks) AS prefix_identical,
+        tools_bytes,
+        -- the verdict's inputs: what should come from the cache, and what the provider says did
+        tools_bytes + prefix_bytes AS expected_prefix_bytes,
+        intDiv(expected_prefix_bytes, {BYTES_PER_TOKEN}) AS expected_prefix_tokens,
+        cache_read_tokens,
+        cache_read_tokens IS NOT NULL AND cache_read_tokens >= expected_prefix_tokens AS cache_read_covers_prefix,
+        has_previous AND expected_prefix_bytes > 0
+            AND (tools_changed OR (changed_index > 0 AND changed_index <= prefix_blocks)) AS changed_in_prefix,
+        has_previous AND prefix_blocks > 0 AND NOT tools_changed
+            AND (changed_index = 0 OR changed_index > prefix_blocks) AS prefix_identical,
         changed_index,
-        multiIf(changed_index = 0, '',
+        -- the first part in prompt order that changed: the tool definitions, then the blocks
+        multiIf(NOT has_previous, '', tools_changed, '{TOOLS_PART}', changed_index = 0, '',
                 changed_index <= length(names), names[changed_index],
                 previous_names[changed_index]) AS changed_block,
-        multiIf(changed_index = 0, '',
+        multiIf(NOT has_previous, '', tools_changed, 'static', changed_index = 0, '',
                 changed_index <= length(names), stabilities[changed_index],
                 previous_stabilities[changed_index]) AS changed_stability,
-        changed_index <= length(names) AND changed_index > 0 AND changed_index > length(previous_hashes) AS changed_is_new,
-        -- static and session bytes at or after the first change: a prefix cache
-        -- cannot serve them, so the change broke the cache for them
-        if(has_previous AND changed_index > 0,
-           arraySum((stability, size, position) -> if(stability IN {STABLE} AND position >= changed_index, size, 0),
-                    stabilities, sizes, arrayEnumerate(sizes)),
+        NOT tools_changed AND changed_index <= length(names) AND changed_index > 0
+            AND changed_index > length(previous_hashes) AS changed_is_new,
+        changed_in_prefix AND NOT cache_read_covers_prefix AS cache_break,
+        -- static and session bytes at or after the change that broke the cache: a
+        -- prefix cache cannot serve them
+        if(cache_break,
+           if(tools_changed, tools_bytes, 0)
+           + arraySum((stability, size, position) -> if(stability IN {STABLE}
+                                                        AND (tools_changed OR position >= changed_index), size, 0),
+                      stabilities, sizes, arrayEnumerate(sizes)),
            0) AS rewritten_bytes,
-        rewritten_bytes > 0 AS cache_break,
-        -- what a prefix cache should have served: the stable prefix up to the first change
-        if(has_previous,
-           arraySum(arraySlice(sizes, 1, if(changed_index = 0, prefix_blocks, least(prefix_blocks, changed_index - 1)))),
+        -- what a prefix cache should still have served: the expected prefix up to the first change
+        if(has_previous AND NOT tools_changed,
+           tools_bytes + arraySum(arraySlice(sizes, 1,
+               if(changed_index = 0, prefix_blocks, least(prefix_blocks, changed_index - 1)))),
            0) AS expected_cached_bytes,
         intDiv(expected_cached_bytes, {BYTES_PER_TOKEN}) AS expected_cached_tokens,
         misplaced_index > 0 AS turn_before_stable,
@@ -117,10 +162,9 @@ _CACHE_ANALYSIS = f"""
             stabilities, arrayEnumerate(stabilities))]) AS displaced_block,
         arraySum((stability, size, position) -> if(stability IN {STABLE} AND position > misplaced_index, size, 0),
                  stabilities, sizes, arrayEnumerate(sizes)) * (misplaced_index > 0) AS stable_bytes_after_turn,
-        cache_read_tokens,
         input_tokens,
-        cache_read_tokens IS NOT NULL AND expected_cached_tokens > 0
-            AND cache_read_tokens * 2 < expected_cached_tokens AS provider_missed,
+        has_previous AND NOT changed_in_prefix AND cache_read_tokens IS NOT NULL AND expected_prefix_tokens > 0
+            AND cache_read_tokens < expected_prefix_tokens * {PROVIDER_MISS_SHARE} AS provider_missed,
         multiIf(misplaced_index > 0, 'turn_before_stable',
                 NOT has_previous, 'first',
                 cache_break, 'break',
@@ -133,18 +177,19 @@ _CACHE_ANALYSIS = f"""
 CACHE_REQUESTS = InsightQuery(
     name="cache_requests",
     title="Cache analysis per request",
-    description="For each request: its cacheable prefix (leading static and session blocks), whether it is "
-    "byte-identical to the previous request of the conversation, the first block whose hash changed, "
-    "turn blocks placed before stable blocks, and the provider's reported cache_read_tokens.",
+    description="For each request: the verdict and its inputs — the expected cacheable prefix (tool "
+    "definitions and leading static and session blocks, bytes and ≈ tokens) against the provider's reported "
+    "cache_read_tokens — the first part that changed since the previous request of its lineage, and turn "
+    "blocks placed before stable blocks.",
     panel="table",
     sql=f"""
 SELECT
-    started_at AS time, trace_id, request_id, service, model, conversation_id, verdict,
-    changed_block, changed_stability, prefix_blocks, prefix_bytes, prefix_identical,
-    expected_cached_tokens, cache_read_tokens, rewritten_bytes,
+    started_at AS time, trace_id, request_id, service, provider, model, process_kind, conversation_id, verdict,
+    changed_block, changed_stability, expected_prefix_bytes, expected_prefix_tokens, cache_read_tokens,
+    cache_read_covers_prefix, changed_in_prefix, prefix_blocks, prefix_bytes, tools_bytes, prefix_identical,
+    expected_cached_tokens, rewritten_bytes,
     misplaced_block, displaced_block, stable_bytes_after_turn, previous_request_id, changed_index, changed_is_new,
-    has_previous, cache_break, turn_before_stable, provider_missed, expected_cached_bytes, input_tokens,
-    process_kind, blocks
+    has_previous, cache_break, turn_before_stable, provider_missed, expected_cached_bytes, input_tokens, blocks
 FROM ({_CACHE_ANALYSIS})
 ORDER BY time DESC, request_id
 LIMIT {{{{limit}}}}
@@ -155,9 +200,9 @@ LIMIT {{{{limit}}}}
 CACHE_BREAKS_BY_BLOCK = InsightQuery(
     name="cache_breaks_by_block",
     title="Blocks that broke the cache",
-    description="Follow-up requests in which a block changed since the previous request of the "
-    "conversation with static or session blocks at or after it (bytes a prefix cache could not "
-    "serve), grouped by that first changed block.",
+    description="Follow-up requests whose reported cache reads fell short of the expected cacheable prefix, "
+    "grouped by the first part (tools, then blocks in prompt order) that changed within that prefix since "
+    "the previous request of the lineage; with the average expected prefix and reported cache read.",
     panel="table",
     sql=f"""
 SELECT
@@ -166,6 +211,8 @@ SELECT
     count() AS breaks,
     sum(rewritten_bytes) AS bytes_rewritten,
     intDiv(bytes_rewritten, {BYTES_PER_TOKEN}) AS tokens_rewritten,
+    toUInt64(round(avg(expected_prefix_tokens))) AS expected_prefix_tokens,
+    toUInt64(round(avgOrNull(cache_read_tokens))) AS reported_cache_read_tokens,
     uniqExact(conversation_id) AS conversations,
     any(trace_id) AS example_trace_id
 FROM ({_CACHE_ANALYSIS})
@@ -202,9 +249,10 @@ ORDER BY requests DESC, block
 CACHE_SERIES = InsightQuery(
     name="cache_series",
     title="Cache breaks over time",
-    description="Per time bucket: requests that followed an earlier one in their conversation, those whose "
-    "cacheable prefix broke, those with a turn block before stable blocks, and those where the provider "
-    "reported far fewer cached tokens than the unchanged prefix should give.",
+    description="Per time bucket: requests that followed an earlier one in their lineage, those whose "
+    "cache broke (reported cache reads short of the expected prefix, a part of it changed), those with a "
+    "turn block before stable blocks, and those where the provider reported far fewer cached tokens than "
+    "the unchanged prefix should give.",
     panel="timeseries",
     sql=f"""
 SELECT

@@ -73,6 +73,7 @@ UNITS = {
     "bytes_per_request": "decbytes", "previous_bytes": "decbytes", "current_bytes": "decbytes",
     "delta_bytes": "decbytes", "prompt_bytes": "decbytes", "prefix_bytes": "decbytes",
     "bytes_rewritten": "decbytes", "uncacheable_bytes": "decbytes", "rewritten_bytes": "decbytes",
+    "expected_prefix_bytes": "decbytes", "tools_bytes": "decbytes",
     "change_pct": "percent", "contribution_pct": "percent", "max_used_pct": "percent",
     "avg_used_pct": "percent", "used_pct": "percent", "duration_ms": "ms",
 }

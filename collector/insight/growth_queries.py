@@ -7,6 +7,7 @@ prompt; grouped by block name, layer, stability, service, model or process.
 
 from __future__ import annotations
 
+from ..lineage import LINEAGE_SQL
 from .named_query import BYTES_PER_TOKEN, InsightQuery
 
 # Breakdowns the growth queries accept, mapped to the column they group by.
@@ -92,50 +93,87 @@ _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
 
+# Growth is compared within lineages (collector/lineage.py): a part's bytes per
+# request in the current period against the same lineage's in the previous
+# period, so a shift in traffic between services or models is not growth. Only
+# lineages with requests in both periods are compared; each weighs as many
+# requests as it had in the current period, so current_bytes is the plain
+# average of the compared current requests and previous_bytes what the same
+# traffic sent the period before.
 GROWTH_ATTRIBUTION = InsightQuery(
     name="growth_attribution",
     title="Growth attribution: this period against the one before",
     description="Bytes per request of each part in the selected period and in the period of the same "
-    "length before it; contribution_pct is the part's share of the change of the whole prompt, "
-    "so the contributions add up to the prompt's change_pct.",
+    "length before it, compared within each lineage (same conversation, service, provider, model and "
+    "process kind; without a conversation, trace and process) that has requests in both; "
+    "contribution_pct is the part's share of the change of the whole prompt, so the contributions add "
+    "up to the prompt's change_pct.",
     panel="table",
     sql=f"""
 WITH
     {{{{from}}}} AS period_start,
-    parts AS ({_with_window(_PROMPT_PARTS, _COMPARISON_WINDOW)}),
-    totals AS (
-        SELECT
-            uniqExactIf(request_id, started_at >= period_start) AS current_requests,
-            uniqExactIf(request_id, started_at < period_start) AS previous_requests
-        FROM ({_with_window(_PROMPT_REQUESTS, _COMPARISON_WINDOW)})
+    compared AS (
+        SELECT request_id, started_at >= period_start AS current, {LINEAGE_SQL} AS lineage
+        FROM {{{{db}}}}.prompt_requests
+        WHERE {_COMPARISON_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
     ),
-    previous_prompt AS (
-        SELECT sumIf(size, started_at < period_start) AS previous_bytes FROM parts
+    lineages AS (
+        SELECT lineage, countIf(current) AS current_requests, countIf(NOT current) AS previous_requests
+        FROM compared
+        GROUP BY lineage
+    ),
+    matched AS (
+        SELECT lineage, current_requests, previous_requests FROM lineages
+        WHERE current_requests > 0 AND previous_requests > 0
+    ),
+    parts AS ({_with_window(_PROMPT_PARTS, _COMPARISON_WINDOW)}),
+    per_lineage AS (
+        SELECT
+            compared.lineage AS lineage,
+            {_SERIES} AS series,
+            groupUniqArray(layer) AS series_layers,
+            sumIf(parts.size, compared.current) AS current_sum,
+            sumIf(parts.size, NOT compared.current) AS previous_sum
+        FROM parts
+        INNER JOIN compared ON compared.request_id = parts.request_id
+        GROUP BY lineage, series
+    ),
+    per_series AS (
+        SELECT
+            per_lineage.series AS series,
+            -- the layers of a block name (by other dimensions: empty)
+            if({{{{dimension}}}} = 'name',
+               arrayStringConcat(arraySort(groupUniqArrayArray(per_lineage.series_layers)), ', '), '') AS layers,
+            sum(per_lineage.current_sum) AS current_sum,
+            sum(per_lineage.previous_sum * matched.current_requests / matched.previous_requests) AS previous_sum
+        FROM per_lineage
+        INNER JOIN matched ON matched.lineage = per_lineage.lineage
+        GROUP BY series
+    ),
+    whole AS (
+        SELECT
+            (SELECT count() FROM matched) AS lineages_compared,
+            (SELECT sum(current_requests) FROM matched) AS current_requests,
+            (SELECT sum(previous_requests) FROM matched) AS previous_requests,
+            (SELECT sum(current_requests + previous_requests) FROM lineages) - current_requests - previous_requests
+                AS requests_not_compared,
+            (SELECT sum(previous_sum) FROM per_series) AS previous_total
     )
 SELECT
     series,
-    round(if(previous_requests = 0, 0, previous_sum / previous_requests), 1) AS previous_bytes,
+    layers,
+    round(if(current_requests = 0, 0, previous_sum / current_requests), 1) AS previous_bytes,
     round(if(current_requests = 0, 0, current_sum / current_requests), 1) AS current_bytes,
     round(current_bytes - previous_bytes, 1) AS delta_bytes,
     round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
     if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
-    if(previous_prompt_per_request = 0, NULL,
-       round(100 * delta_bytes / previous_prompt_per_request, 2)) AS contribution_pct,
+    if(previous_total = 0, NULL, round(100 * delta_bytes / (previous_total / current_requests), 2)) AS contribution_pct,
     previous_requests,
-    current_requests
-FROM (
-    SELECT
-        {_SERIES} AS series,
-        sumIf(size, started_at >= period_start) AS current_sum,
-        sumIf(size, started_at < period_start) AS previous_sum
-    FROM parts
-    GROUP BY series
-) AS per_series
-CROSS JOIN (
-    SELECT current_requests, previous_requests,
-           if(previous_requests = 0, 0, previous_bytes / previous_requests) AS previous_prompt_per_request
-    FROM totals CROSS JOIN previous_prompt
-) AS whole
+    current_requests,
+    lineages_compared,
+    requests_not_compared
+FROM per_series
+CROSS JOIN whole
 ORDER BY abs(delta_bytes) DESC, series
 """,
     params=("since", "until", "dimension", "service", "model", "process"),
@@ -154,8 +192,46 @@ SELECT
     round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
     if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
     max(previous_requests) AS previous_requests,
-    max(current_requests) AS current_requests
+    max(current_requests) AS current_requests,
+    max(lineages_compared) AS lineages_compared
 FROM ({GROWTH_ATTRIBUTION.sql})
 """,
     params=GROWTH_ATTRIBUTION.params,
+)
+
+# --- the API's default window (STORE only; Grafana has its own time picker) ---------
+
+# The first and last request with a system prompt: without since/until the
+# growth comparison is placed inside the data that exists.
+GROWTH_RANGE = InsightQuery(
+    name="growth_range",
+    title="Requests with a system prompt: first and last",
+    description="The time range the growth comparison can use.",
+    panel="none",
+    sql="""
+SELECT
+    count() AS requests,
+    toInt64(toUnixTimestamp(min(started_at))) AS first_second,
+    toInt64(toUnixTimestamp(max(started_at))) AS last_second
+FROM {{db}}.prompt_requests
+WHERE {{filters}} AND (mapped OR prompt_bytes > 0)
+""",
+    params=("service", "model", "process"),
+)
+
+# Requests with a system prompt in each period of a comparison, whether or not
+# their lineage has requests in both: says why an attribution came back empty.
+GROWTH_PERIOD_REQUESTS = InsightQuery(
+    name="growth_period_requests",
+    title="Requests with a system prompt per period",
+    description="Requests in the selected period and in the one before it.",
+    panel="none",
+    sql=f"""
+SELECT
+    countIf(started_at >= {{{{from}}}}) AS current_requests,
+    countIf(started_at < {{{{from}}}}) AS previous_requests
+FROM {{{{db}}}}.prompt_requests
+WHERE {_COMPARISON_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
+""",
+    params=("since", "until", "service", "model", "process"),
 )

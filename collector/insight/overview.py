@@ -197,34 +197,55 @@ def _filter_form(query: Mapping[str, str]) -> str:
     return f'<form method="get" action="/overview">{"".join(fields)}<button>show</button></form>'
 
 
+def _verdict_rows(requests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per-request cache verdicts with their inputs; a missing provider figure is said, not zeroed."""
+    return [{**row, "reported": "not reported" if row.get("cache_read_tokens") is None
+             else f"{row['cache_read_tokens']:,}", "changed": row.get("changed_block") or "–"}
+            for row in requests if row.get("has_previous")]
+
+
+def _periods(growth: Mapping[str, Any]) -> str:
+    window, previous = growth["window"], growth["previous_window"]
+    chosen = f" ({growth['window_basis']})" if growth.get("window_chosen") == "default" else ""
+    return (f"{escape(window['since'])} – {escape(window['until'])} against "
+            f"{escape(previous['since'])} – {escape(previous['until'])}{escape(chosen)}")
+
+
 def render(*, growth: Mapping[str, Any], growth_by_layer: Mapping[str, Any], cache: Mapping[str, Any],
            headroom: Mapping[str, Any], query: Mapping[str, str]) -> str:
-    window = growth["window"]
     links = {key: value for key, value in query.items() if value}
     api_query = ("?" + urlencode(links)) if links else ""
     cache_lines = "".join(f"<li>{escape(line)}</li>" for line in cache["summary"])
+    cache_window = cache["window"]
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>promptprism overview</title>
 <style>{_STYLE}</style></head><body>
 <p><a href="/">← requests</a></p>
 <h1>promptprism overview</h1>
-<p>{escape(window['since'])} – {escape(window['until'])} against the period of the same length before it.
+<p>Every comparison is made within a lineage: the same conversation, service, provider, model and process
+kind (without a conversation id: the same trace and process).
 JSON: <a href="/api/insight/growth{escape(api_query)}">growth</a>,
 <a href="/api/insight/cache{escape(api_query)}">cache</a>,
 <a href="/api/insight/headroom{escape(api_query)}">headroom</a>.</p>
 {_filter_form(query)}
 
 <h2>Prompt growth</h2>
+<p id="growth-periods">Periods compared: {_periods(growth)}.</p>
 <p class="summary" id="growth-summary">{escape(growth['summary'])}</p>
+<p class="summary" id="growth-by-layer-summary">By layer: {escape(growth_by_layer['summary'])}</p>
 <h3>Bytes per request by layer</h3>
 {stacked_bars(growth_by_layer['series'], series_key='series', value_key='bytes_per_request', unit=' B')}
 <h3>Which blocks account for the change (percentage points of the whole prompt)</h3>
 {contribution_bars(growth['attribution'])}
-{_table(list(growth['attribution']), [('series', 'block'), ('#previous_bytes', 'previous B/request'),
+{_table(list(growth['attribution']), [('series', 'block'), ('layers', 'layer'), ('#previous_bytes', 'previous B/request'),
         ('#current_bytes', 'current B/request'), ('#delta_bytes', 'Δ B'), ('#delta_tokens', 'Δ tokens'),
         ('#contribution_pct', 'share of change %')])}
 
 <h2>Cache breaks</h2>
+<p>{escape(cache_window['since'])} – {escape(cache_window['until'])}. Each request is compared with the previous
+request of its lineage. The expected cacheable prefix is the request's tool definitions and its leading static and
+session blocks; when the provider's reported cache read covers it, the cache held. When it falls short, the first
+part (tools, then blocks in prompt order) that changed within that prefix broke the cache.</p>
 <ul class="summary" id="cache-summary">{cache_lines}</ul>
 {stacked_bars(_cache_rows(cache['series']), series_key='series', value_key='value')}
 <h3>Turn blocks before stable blocks</h3>
@@ -234,7 +255,12 @@ JSON: <a href="/api/insight/growth{escape(api_query)}">growth</a>,
 <h3>Blocks that broke the cache</h3>
 {_table(list(cache['by_block']), [('block', 'first changed block'), ('stability', 'stability'),
         ('#breaks', 'breaks'), ('#bytes_rewritten', 'B re-sent uncached'), ('#tokens_rewritten', '≈ tokens'),
-        ('example_trace_id', 'example')])}
+        ('#expected_prefix_tokens', 'expected prefix ≈ tokens (avg)'),
+        ('#reported_cache_read_tokens', 'reported cache read (avg)'), ('example_trace_id', 'example')])}
+<h3 id="cache-verdicts">Newest verdicts and their inputs</h3>
+{_table(_verdict_rows(cache['requests']), [('trace_id', 'trace'), ('service', 'service'), ('model', 'model'),
+        ('verdict', 'verdict'), ('changed', 'first changed part'), ('#expected_prefix_bytes', 'expected prefix B'),
+        ('#expected_prefix_tokens', '≈ tokens'), ('reported', 'reported cache read')])}
 
 <h2>Context headroom</h2>
 <p class="summary" id="headroom-summary">{escape(headroom['summary'])}</p>

@@ -27,14 +27,15 @@ to know which way a prompt travelled. Token counts are estimates at
 from __future__ import annotations
 
 from .cache_queries import CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_REQUESTS, CACHE_SERIES
-from .growth_queries import DIMENSIONS, GROWTH_ATTRIBUTION, GROWTH_SERIES, GROWTH_TOTAL
+from .growth_queries import (DIMENSIONS, GROWTH_ATTRIBUTION, GROWTH_PERIOD_REQUESTS, GROWTH_RANGE, GROWTH_SERIES,
+                             GROWTH_TOTAL)
 from .named_query import BYTES_PER_TOKEN, GRAFANA, STORE, Dialect, InsightQuery
 
 # The report, the routes and the Grafana generator import everything from
 # here; the growth and cache groups live in their own modules.
 __all__ = [
     "BYTES_PER_TOKEN", "DIMENSIONS", "GRAFANA", "QUERIES", "STORE", "Dialect", "InsightQuery",
-    "GROWTH_SERIES", "GROWTH_ATTRIBUTION", "GROWTH_TOTAL",
+    "GROWTH_SERIES", "GROWTH_ATTRIBUTION", "GROWTH_TOTAL", "GROWTH_RANGE", "GROWTH_PERIOD_REQUESTS",
     "CACHE_REQUESTS", "CACHE_BREAKS_BY_BLOCK", "CACHE_MISORDERED", "CACHE_SERIES",
     "HEADROOM_SERIES", "HEADROOM_REQUESTS", "REQUESTS_TABLE",
 ]
@@ -109,6 +110,8 @@ LIMIT {{{{limit}}}}
     params=("since", "until", "service", "model", "process", "limit"),
 )
 
+# Every query here is a Grafana panel too; GROWTH_RANGE and GROWTH_PERIOD_REQUESTS
+# only serve the API's choice of a default window and are not listed.
 QUERIES: dict[str, InsightQuery] = {
     query.name: query
     for query in (

@@ -23,6 +23,7 @@ from .queries import BYTES_PER_TOKEN, DIMENSIONS, QUERIES, STORE
 # Without an explicit window the insight answers are about the last week:
 # the period over which prompt changes usually ship and get noticed.
 DEFAULT_SINCE = "7d"
+DEFAULT_PERIOD_SECONDS = 7 * 86400
 
 # A chart reads well with a few dozen points; buckets are rounded up to one
 # of these so that they line up with clock hours and days.
@@ -163,25 +164,64 @@ def run(store: Store, name: str, params: Mapping[str, Any]) -> list[dict[str, An
 # Conditions come back from ClickHouse as 0/1; the JSON answer says true/false.
 _BOOLEAN_COLUMNS = frozenset({
     "has_previous", "prefix_identical", "changed_is_new", "cache_break", "turn_before_stable",
-    "provider_missed", "mapped",
+    "provider_missed", "mapped", "cache_read_covers_prefix", "changed_in_prefix",
 })
 
 
 # --- growth ------------------------------------------------------------------
 
 
-def growth(store: Store, window: Window, filters: Filters, *, dimension: str = "name",
+def _run_query(store: Store, query: queries.InsightQuery, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return store.query(query.render(STORE), {"db": store.database, **{key: params[key] for key in query.params}})
+
+
+def growth_window(store: Store, filters: Filters, *, now: float | None = None) -> tuple[Window, str]:
+    """The default growth comparison: the latest part of the stored requests against the part before it.
+
+    Up to the newest request with a system prompt (matching ``filters``), the
+    latest half of the stored range, at most ``DEFAULT_PERIOD_SECONDS``,
+    against the period of the same length before it: so whenever two periods
+    of data exist, they are what is compared. Returns the window and a phrase
+    saying how it was chosen.
+    """
+    (row,) = _run_query(store, queries.GROWTH_RANGE, filters.as_params())
+    if not row["requests"]:
+        return Window.parse(None, None, now=now), "the last 7 days (no requests stored yet)"
+    # Whole seconds compared with nanosecond start times: end one second after the newest.
+    until = int(row["last_second"]) + 1
+    period = min(DEFAULT_PERIOD_SECONDS, (until - int(row["first_second"])) // 2)
+    if period < 1:
+        return Window(until - 1, until), "the one second with requests (nothing before it to compare with)"
+    if period == DEFAULT_PERIOD_SECONDS:
+        basis = "the 7 days up to the newest request, against the 7 days before"
+    else:
+        basis = "the later half of the stored requests, against the earlier half"
+    return Window(until - period, until), basis
+
+
+def growth(store: Store, window: Window | None, filters: Filters, *, dimension: str = "name",
            bucket: Any = None) -> dict[str, Any]:
+    """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``)."""
     if dimension not in DIMENSIONS:
         raise InsightError(f"dimension must be one of {', '.join(DIMENSIONS)}")
+    if window is None:
+        window, basis = growth_window(store, filters)
+        chosen = {"window_chosen": "default", "window_basis": basis}
+    else:
+        chosen = {"window_chosen": "given", "window_basis": "the period asked for, against the one before"}
     bucket_seconds = bucket_for(window, bucket)
     params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
               "dimension": dimension, **filters.as_params()}
     attribution = run(store, "growth_attribution", params)
     total = total_from_attribution(attribution)
+    if not attribution:  # say why: nothing stored, nothing before, or no lineage in both periods
+        (periods,) = _run_query(store, queries.GROWTH_PERIOD_REQUESTS, params)
+        total["current_requests_all"] = int(periods["current_requests"])
+        total["previous_requests_all"] = int(periods["previous_requests"])
     return {
         "window": window.as_json(),
         "previous_window": Window(window.since - window.seconds, window.since).as_json(),
+        **chosen,
         "dimension": dimension,
         "bucket_seconds": bucket_seconds,
         "bytes_per_token": BYTES_PER_TOKEN,
@@ -193,7 +233,12 @@ def growth(store: Store, window: Window, filters: Filters, *, dimension: str = "
 
 
 def total_from_attribution(attribution: list[dict[str, Any]]) -> dict[str, Any]:
-    """The whole prompt's change: per-request averages of the parts add up."""
+    """The whole prompt's change: per-request averages of the parts add up.
+
+    The counts are of the requests compared: those of lineages with requests
+    in both periods (``lineages_compared``); ``requests_not_compared`` were in
+    a lineage seen in one period only.
+    """
     previous = round(sum(row["previous_bytes"] for row in attribution), 1)
     current = round(sum(row["current_bytes"] for row in attribution), 1)
     delta = round(current - previous, 1)
@@ -205,6 +250,8 @@ def total_from_attribution(attribution: list[dict[str, Any]]) -> dict[str, Any]:
         "change_pct": round(100 * delta / previous, 2) if previous else None,
         "previous_requests": max((row["previous_requests"] for row in attribution), default=0),
         "current_requests": max((row["current_requests"] for row in attribution), default=0),
+        "lineages_compared": max((row.get("lineages_compared", 0) for row in attribution), default=0),
+        "requests_not_compared": max((row.get("requests_not_compared", 0) for row in attribution), default=0),
     }
 
 
@@ -213,12 +260,21 @@ def _signed_pct(value: float) -> str:
 
 
 def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]]) -> str:
-    """``prompt +18.0 % (+2,304 B ≈ +576 tokens per request): skills_prompt +14.1 %, memory +3.9 %``."""
+    """``prompt +18.0 % (+2,304 B ≈ +576 tokens per request): skills_prompt +14.1 %, memory +3.9 %``.
+
+    A part named by block has its layer beside it when the layer is another word:
+    ``skills_prompt (layer skills) +14.1 %``.
+    """
     if not total["current_requests"]:
-        return "no requests with a system prompt in this period"
-    if not total["previous_requests"]:
-        return (f"prompt {total['current_bytes']:,.0f} B per request; "
-                "no requests in the previous period to compare with")
+        current_all = total.get("current_requests_all", 0)
+        previous_all = total.get("previous_requests_all", 0)
+        if not current_all:
+            return "no requests with a system prompt in this period"
+        if not previous_all:
+            return (f"{current_all} request(s) with a system prompt in this period; "
+                    "no requests in the previous period to compare with")
+        return (f"no lineage (same conversation, service, provider, model and process) has requests in both "
+                f"periods ({current_all} now, {previous_all} before): nothing to compare")
     head = (f"prompt {_signed_pct(total['change_pct'] or 0.0)} "
             f"({total['delta_bytes']:+,.0f} B ≈ {total['delta_tokens']:+,.0f} tokens per request)")
     parts = [
@@ -228,8 +284,15 @@ def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]
     parts.sort(key=lambda row: -abs(row["contribution_pct"]))
     if not parts:
         return head
-    named = ", ".join(f"{row['series']} {_signed_pct(row['contribution_pct'])}" for row in parts[:SUMMARY_PARTS_MAX])
+    named = ", ".join(f"{_part_name(row)} {_signed_pct(row['contribution_pct'])}" for row in parts[:SUMMARY_PARTS_MAX])
     return f"{head}: {named}"
+
+
+def _part_name(row: Mapping[str, Any]) -> str:
+    layers = row.get("layers") or ""
+    if not layers or layers == row["series"] or row["series"] == "(unmapped)":
+        return str(row["series"])
+    return f"{row['series']} (layer {layers})"
 
 
 # --- cache -------------------------------------------------------------------
@@ -274,12 +337,16 @@ def cache_summary(counts: Mapping[str, int], by_block: list[Mapping[str, Any]],
     if counts["follow_ups"]:
         lines.append(
             f"cache broken in {counts['breaks']} of {counts['follow_ups']} follow-up request(s) "
-            "(a block changed with static or session blocks at or after it)"
+            "(reported cache reads short of the expected prefix, and a part of it changed since the "
+            "previous request of the lineage)"
         )
     for row in by_block:
+        reported = row.get("reported_cache_read_tokens")
         lines.append(
             f"cache broken by {row['block']} ({row['stability']}) {row['breaks']}×, "
-            f"{row['bytes_rewritten']:,} B ≈ {row['tokens_rewritten']:,} tokens re-sent uncached"
+            f"{row['bytes_rewritten']:,} B ≈ {row['tokens_rewritten']:,} tokens re-sent uncached; "
+            f"expected prefix ≈ {row.get('expected_prefix_tokens', 0):,} tokens, reported cache read "
+            + ("not reported" if reported is None else f"{reported:,} tokens") + " (averages)"
         )
     if counts["provider_misses"]:
         lines.append(

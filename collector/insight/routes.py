@@ -23,6 +23,10 @@ from .report import Filters, InsightError, Window
 
 logger = logging.getLogger(__name__)
 
+# Per-request cache verdicts the overview lists: enough to see the pattern
+# (and the inputs) without turning the page into the requests table.
+OVERVIEW_VERDICTS = 20
+
 
 def _filters(request: Request) -> Filters:
     query = request.query_params
@@ -32,6 +36,13 @@ def _filters(request: Request) -> Filters:
 
 def _window(request: Request) -> Window:
     return Window.parse(request.query_params.get("since"), request.query_params.get("until"))
+
+
+def _growth_window(request: Request) -> Window | None:
+    """None without since/until: ``report.growth`` then compares the latest part of the stored data."""
+    if request.query_params.get("since") or request.query_params.get("until"):
+        return _window(request)
+    return None
 
 
 def _failure(error: Exception, *, html: bool = False) -> Response:
@@ -62,7 +73,7 @@ async def _answer(work: Callable[[], Any], *, html: bool = False) -> Response:
 def insight_routes(store: Store) -> list[Route]:
     async def growth(request: Request) -> Response:
         return await _answer(lambda: report.growth(
-            store, _window(request), _filters(request),
+            store, _growth_window(request), _filters(request),
             dimension=request.query_params.get("dimension", "name"),
             bucket=request.query_params.get("bucket")))
 
@@ -78,10 +89,14 @@ def insight_routes(store: Store) -> list[Route]:
 
     def overview_page(request: Request) -> str:
         window, filters = _window(request), _filters(request)
+        growth_window = _growth_window(request)
+        growth = report.growth(store, growth_window, filters, dimension="name")
+        if growth_window is None:  # the by-layer view compares the same periods
+            growth_window = Window.parse(growth["window"]["since"], growth["window"]["until"])
         return overview.render(
-            growth=report.growth(store, window, filters, dimension="name"),
-            growth_by_layer=report.growth(store, window, filters, dimension="layer"),
-            cache=report.cache(store, window, filters, limit=1),
+            growth=growth,
+            growth_by_layer=report.growth(store, growth_window, filters, dimension="layer"),
+            cache=report.cache(store, window, filters, limit=OVERVIEW_VERDICTS),
             headroom=report.headroom(store, window, filters, limit=20),
             query={key: request.query_params.get(key, "") for key in ("since", "until", "service", "model", "process")},
         )

@@ -231,9 +231,14 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     from insight.test_event_prompts import span_record, write_events
     from logs.samples import OPENAI_V2_EVENTS
 
+    from promptprism.instrumentation import names
+
     now_ns = int(time.time()) * 10**9
-    write_records(store, [span_record(0xF00D << 64, 0xF00D, now_ns - 60 * 10**9)])
-    write_events(store, OPENAI_V2_EVENTS, 0xF00D << 64, 0xF00D)
+    # Two requests of one lineage (a conversation), a week apart: growth compares them.
+    for span_id, age_ns in ((0xF00D, 60 * 10**9), (0xF00C, 8 * 86_400 * 10**9)):
+        write_records(store, [span_record(span_id << 64, span_id, now_ns - age_ns,
+                                          **{names.GEN_AI_CONVERSATION_ID: "events-conversation"})])
+        write_events(store, OPENAI_V2_EVENTS, span_id << 64, span_id)
     served = reads.request(store, f"{0xF00D:016x}")["prompt"]
     assert served["bytes"] > 0
 
@@ -249,5 +254,6 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     assert (request["prompt_bytes"], request["block_count"]) == (served["bytes"], 1)
     [part] = run("growth_attribution")
     assert (part["series"], part["current_bytes"], part["current_requests"]) == ("(unmapped)", served["bytes"], 1)
+    assert (part["previous_bytes"], part["previous_requests"], part["lineages_compared"]) == (served["bytes"], 1, 1)
     assert run("growth_total")[0]["current_bytes"] == served["bytes"]
     assert {row["bytes_per_request"] for row in run("growth_series")} == {served["bytes"]}

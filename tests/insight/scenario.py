@@ -2,12 +2,17 @@
 
 Previous week: a support bot sends [identity, instructions, skills_prompt,
 memory, user_context] — static, static, static, session, turn — and the
-provider serves the stable prefix from its cache. One conversation updates
+provider serves the stable prefix from its cache. Conversation 1 updates
 its memory halfway, which breaks the cache at `memory`.
 
-This week: the skills prompt grew by SKILL_GROWTH bytes and a refactor moved
-the turn block `user_context` in front of `identity`; every follow-up
-request now re-sends the whole stable prompt uncached.
+This week: the skills prompt grew by SKILL_GROWTH bytes. Conversation 1
+updates its memory halfway again (another break at `memory`), and on the
+last day (conversation 2) a refactor moved the turn block `user_context` in
+front of `identity`: those requests re-send the whole stable prompt uncached.
+
+The same three conversations continue from one week to the next (growth is
+compared within a lineage: same conversation, service, provider, model and
+process kind).
 """
 
 from __future__ import annotations
@@ -94,31 +99,37 @@ def _record(*, trace_number: int, started_at_ns: int, conversation: str, blocks:
     )
 
 
+# The conversation of this week whose day brings the reorder.
+REORDERED_CONVERSATION = 2
+MISORDERED_REQUESTS = TURNS
+
+
 def records(now_ns: int) -> list[RequestRecord]:
-    """Previous week: days 13..8 ago; this week: days 5..1 ago."""
+    """Previous week: days 12..10 ago; this week: days 5..3 ago (the reorder on day 3)."""
     out: list[RequestRecord] = []
     trace_number = 0x4BF92F3500000000
     for week in ("previous", "current"):
         for conversation_number in range(CONVERSATIONS_PER_WEEK):
-            conversation = f"{week}-conversation-{conversation_number}"
+            conversation = f"conversation-{conversation_number}"
             day = (12 if week == "previous" else 5) - conversation_number
+            reordered = week == "current" and conversation_number == REORDERED_CONVERSATION
             for turn in range(TURNS):
                 trace_number += 1
-                # The second conversation of the previous week updates its memory at turn 2.
-                memory_version = 1 if (week == "previous" and conversation_number == 1 and turn >= 2) else 0
+                # Conversation 1 updates its memory at turn 2, each week (v0 → v1, then v1 → v2).
+                memory_version = (0 if week == "previous" else 1) + (conversation_number == 1 and turn >= 2)
                 identity = ("identity", "identity", "static", IDENTITY)
                 instructions = ("instructions", "instructions", "static", INSTRUCTIONS)
                 skills = ("skills_prompt", "skills", "static",
                           SKILLS + (SKILL_GROWTH_TEXT if week == "current" else ""))
                 memory = ("memory", "memory", "session", memory_text(conversation, memory_version))
                 context = ("user_context", "state", "turn", user_context_text(conversation, turn))
-                if week == "previous":
-                    parts = [identity, instructions, skills, memory, context]
-                else:
+                if reordered:
                     parts = [context, identity, instructions, skills, memory]
+                else:
+                    parts = [identity, instructions, skills, memory, context]
                 blocks = build_blocks(parts)
-                stable_prefix = sum(b.size for b in blocks[:4]) if week == "previous" else 0
-                memory_broke = week == "previous" and conversation_number == 1 and turn == 2
+                stable_prefix = 0 if reordered else sum(b.size for b in blocks[:4])
+                memory_broke = conversation_number == 1 and turn == 2
                 cached = 0 if turn == 0 or memory_broke else stable_prefix // 4
                 if memory_broke:
                     cached = sum(b.size for b in blocks[:3]) // 4
@@ -133,6 +144,6 @@ def records(now_ns: int) -> list[RequestRecord]:
 
 
 def expected_growth_pct() -> float:
-    previous = len((IDENTITY + INSTRUCTIONS + SKILLS).encode()) + len(memory_text("previous-conversation-0").encode())
-    previous += len(user_context_text("previous-conversation-0", 0).encode())
+    previous = len((IDENTITY + INSTRUCTIONS + SKILLS).encode()) + len(memory_text("conversation-0").encode())
+    previous += len(user_context_text("conversation-0", 0).encode())
     return 100 * SKILL_GROWTH / previous

@@ -246,9 +246,12 @@ def test_every_insight_query_answers_for_event_prompts_as_for_span_prompts(store
     for span_id in [*on_span, *through_events]:
         served = api_prompt(store, span_id)
         assert (served["bytes"], served["sha256"]) == (len(prompt), hashlib.sha256(prompt).hexdigest())
-    growth = report.growth(store, window, Filters(service="events-app"))
+    # Growth compares a lineage with itself: a window that puts the first turn in the previous period.
+    now = now_ns // 10**9
+    growth = report.growth(store, Window(now - 150, now), Filters(service="events-app"))
     [part] = growth["attribution"]
-    assert (part["series"], part["current_bytes"], part["current_requests"]) == ("(unmapped)", len(prompt), TURNS)
+    assert (part["series"], part["current_bytes"], part["previous_bytes"], part["current_requests"],
+            part["previous_requests"]) == ("(unmapped)", len(prompt), len(prompt), TURNS - 1, 1)
     requests = report.run(store, "requests_table", {"since": window.since, "until": window.until, "limit": 100,
                                                     **Filters(service="events-app").as_params()})
     assert [(row["request_id"], row["prompt_bytes"], row["block_count"]) for row in requests] == \
@@ -263,10 +266,10 @@ def test_every_insight_query_answers_for_event_prompts_as_for_span_prompts(store
 def test_a_log_that_arrives_before_its_span_counts_once_the_span_is_stored(store, now_ns):
     window = Window.parse("1d", now=now_ns // 10**9)
     write_events(store, OPENAI_V2_EVENTS, 0xAB << 64, 0xAB)
-    assert report.growth(store, window, Filters(service=SERVICE))["attribution"] == []
+    assert report.growth(store, window, Filters(service=SERVICE))["series"] == []
     write_records(store, [span_record(0xAB << 64, 0xAB, now_ns - 10**9)])
-    [part] = report.growth(store, window, Filters(service=SERVICE))["attribution"]
-    assert part["current_bytes"] == len(SYSTEM_PROMPT.encode("utf-8"))
+    [point] = report.growth(store, window, Filters(service=SERVICE))["series"]
+    assert point["bytes_per_request"] == len(SYSTEM_PROMPT.encode("utf-8"))
 
 
 def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):

@@ -28,7 +28,7 @@ def test_growth_names_the_block_that_grew(scenario_store, now_ns):
     assert total == pytest.approx(answer["total"]["change_pct"], abs=0.05)
     assert answer["total"]["previous_requests"] == answer["total"]["current_requests"] == 12
     assert answer["summary"].startswith("prompt +")
-    assert ": skills_prompt +" in answer["summary"]
+    assert ": skills_prompt (layer skills) +" in answer["summary"]  # the block and its layer
     assert "memory" not in answer["summary"]  # below the noise threshold
 
 
@@ -64,17 +64,21 @@ def test_cache_names_the_misplaced_turn_block(scenario_store, now_ns):
     (misordered,) = answer["misordered"]
     assert misordered["block"] == "user_context"
     assert misordered["before_block"] == "identity"
-    assert misordered["requests"] == 12
+    assert misordered["requests"] == scenario.MISORDERED_REQUESTS
     current = scenario.records(now_ns)[-1]
     stable = sum(block.size for block in current.blocks if block.stability in ("static", "session"))
     assert misordered["uncacheable_bytes"] == stable
+    # With the turn block first nothing is expected from the cache: those requests
+    # are not "breaks" of a prefix they no longer have; the misplaced block is what
+    # `cache` names, first. This week's memory update is the one break.
     (by_block,) = answer["by_block"]
-    assert by_block["block"] == "user_context" and by_block["stability"] == "turn"
-    assert by_block["breaks"] == 9  # every follow-up: 3 conversations × 3
-    assert answer["counts"] == {"follow_ups": 9, "breaks": 9, "misordered": 12, "provider_misses": 0}
-    assert answer["summary"][0].startswith("turn block user_context sits before stable block identity in 12 request(s)")
-    verdicts = {row["verdict"] for row in answer["requests"]}
-    assert verdicts == {"turn_before_stable"}
+    assert (by_block["block"], by_block["stability"], by_block["breaks"]) == ("memory", "session", 1)
+    assert answer["counts"] == {"follow_ups": 9, "breaks": 1, "misordered": 4, "provider_misses": 0}
+    assert answer["summary"][0].startswith("turn block user_context sits before stable block identity in 4 request(s)")
+    reordered = [row for row in answer["requests"] if row["conversation_id"] == "conversation-2"]
+    assert {row["verdict"] for row in reordered} == {"turn_before_stable"}
+    assert {row["expected_prefix_bytes"] for row in reordered} == {0}
+    assert {row["verdict"] for row in answer["requests"]} == {"first", "ok", "break", "turn_before_stable"}
 
 
 def test_cache_previous_week_breaks_at_memory_and_compares_reported_tokens(scenario_store, now_ns):
@@ -99,8 +103,73 @@ def test_cache_previous_week_breaks_at_memory_and_compares_reported_tokens(scena
     assert len(firsts) == 3 and all(not row["has_previous"] for row in firsts)
 
 
+def _follow_up(now_ns, *, cache_read_tokens, identity=scenario.IDENTITY, instructions=scenario.INSTRUCTIONS,
+               memory_version=0, turn=1, tools_sha256=""):
+    """One request of conversation-0 a minute after the one before it."""
+    blocks = scenario.build_blocks([
+        ("identity", "identity", "static", identity),
+        ("instructions", "instructions", "static", instructions),
+        ("skills_prompt", "skills", "static", scenario.SKILLS),
+        ("memory", "memory", "session", scenario.memory_text("conversation-0", memory_version)),
+        ("user_context", "state", "turn", scenario.user_context_text("conversation-0", turn)),
+    ])
+    record = scenario._record(trace_number=0x5000 + turn, started_at_ns=now_ns - 3600 * 10**9 + turn * 60 * 10**9,
+                              conversation="conversation-0", blocks=blocks, cache_read_tokens=cache_read_tokens)
+    record.bytes_tools, record.tools_catalog_sha256 = 400, tools_sha256 or "t" * 64
+    return record
+
+
+def _prefix_tokens(record) -> int:
+    return (record.bytes_tools + sum(block.size for block in record.blocks[:4])) // BYTES_PER_TOKEN
+
+
+def _verdicts(store, now_ns):
+    answer = report.cache(store, Window.parse("1d", now=now_ns // 10**9), Filters(), limit=100)
+    return {row["request_id"]: row for row in answer["requests"]}, answer
+
+
+def test_reported_cache_reads_covering_the_prefix_are_not_a_break(store, now_ns):
+    """Instructions changed since the previous request, but the provider read the whole expected
+    prefix from its cache (another conversation had warmed it): no break."""
+    first = _follow_up(now_ns, cache_read_tokens=0, turn=0)
+    second = _follow_up(now_ns, cache_read_tokens=0, instructions=scenario.INSTRUCTIONS + "- Be kind.\n", turn=1)
+    second.cache_read_tokens = _prefix_tokens(second) + 40  # tools and the prefix, and a little history
+    write_records(store, [first, second])
+    rows, answer = _verdicts(store, now_ns)
+    row = rows[second.request_id]
+    assert row["changed_block"] == "instructions" and row["changed_in_prefix"] is True
+    assert row["cache_read_covers_prefix"] is True and row["cache_break"] is False and row["verdict"] == "ok"
+    assert row["expected_prefix_bytes"] == 400 + sum(block.size for block in second.blocks[:4])
+    assert row["expected_prefix_tokens"] == _prefix_tokens(second)
+    assert answer["counts"]["breaks"] == 0 and answer["by_block"] == []
+
+
+def test_a_short_cache_read_names_the_first_changed_part_in_prompt_order(store, now_ns):
+    first = _follow_up(now_ns, cache_read_tokens=0, turn=0)
+    # instructions and memory both changed; the provider served the tools and identity only
+    second = _follow_up(now_ns, cache_read_tokens=0, instructions=scenario.INSTRUCTIONS + "- Be kind.\n",
+                        memory_version=1, turn=1)
+    second.cache_read_tokens = (400 + second.blocks[0].size) // BYTES_PER_TOKEN
+    # the tool catalog changed: the first part of the prompt, before every block
+    third = _follow_up(now_ns, cache_read_tokens=0, instructions=scenario.INSTRUCTIONS + "- Be kind.\n",
+                       memory_version=1, turn=2, tools_sha256="u" * 64)
+    write_records(store, [first, second, third])
+    rows, answer = _verdicts(store, now_ns)
+    assert rows[second.request_id]["verdict"] == "break"
+    assert rows[second.request_id]["changed_block"] == "instructions"
+    assert rows[second.request_id]["cache_read_tokens"] < rows[second.request_id]["expected_prefix_tokens"]
+    assert rows[third.request_id]["verdict"] == "break" and rows[third.request_id]["changed_block"] == "(tools)"
+    blocks = {row["block"]: row for row in answer["by_block"]}
+    assert set(blocks) == {"instructions", "(tools)"}
+    assert blocks["instructions"]["expected_prefix_tokens"] == _prefix_tokens(second)
+    assert blocks["instructions"]["reported_cache_read_tokens"] == second.cache_read_tokens
+    assert any(line.startswith("cache broken by instructions (static) 1×") and "expected prefix" in line
+               and "reported cache read" in line for line in answer["summary"])
+
+
 def test_cache_reports_provider_misses(store, now_ns):
-    records = [record for record in scenario.records(now_ns) if record.conversation_id == "previous-conversation-0"]
+    records = [record for record in scenario.records(now_ns)
+               if record.conversation_id == "conversation-0" and record.started_at_ns < now_ns - 7 * scenario.DAY_NS]
     for record in records[1:]:
         record.cache_read_tokens = 0  # the provider cached nothing although the prefix was unchanged
     write_records(store, records)
@@ -111,8 +180,8 @@ def test_cache_reports_provider_misses(store, now_ns):
 
 
 def test_conversation_filter(scenario_store, now_ns):
-    answer = report.cache(scenario_store, _window(now_ns, "7d"), Filters(conversation="current-conversation-1"))
-    assert {row["conversation_id"] for row in answer["requests"]} == {"current-conversation-1"}
+    answer = report.cache(scenario_store, _window(now_ns, "7d"), Filters(conversation="conversation-1"))
+    assert {row["conversation_id"] for row in answer["requests"]} == {"conversation-1"}
     assert answer["counts"]["follow_ups"] == 3
 
 
@@ -139,14 +208,14 @@ def test_requests_without_context_window_are_not_in_headroom(store, now_ns):
 def test_unmapped_prompts_count_as_one_part(store, now_ns):
     records = scenario.records(now_ns)
     for record in records:
-        if record.conversation_id.startswith("current"):
+        if record.started_at_ns > now_ns - 7 * scenario.DAY_NS:  # this week
             record.mapped, record.unmapped_reason, record.blocks = False, "collision", []
     write_records(store, records)
     answer = report.growth(store, Window.parse("7d", now=now_ns // 10**9), Filters())
     unmapped = next(row for row in answer["attribution"] if row["series"] == "(unmapped)")
     assert unmapped["previous_bytes"] == 0 and unmapped["current_bytes"] > 0
     assert answer["total"]["current_bytes"] == pytest.approx(
-        sum(r.prompt_bytes for r in records if r.conversation_id.startswith("current")) / 12, abs=0.2)
+        sum(r.prompt_bytes for r in records if r.started_at_ns > now_ns - 7 * scenario.DAY_NS) / 12, abs=0.2)
 
 
 def test_every_query_binds_exactly_its_parameters(store):
