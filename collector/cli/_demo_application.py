@@ -106,7 +106,7 @@ class DemoResult:
 
 class DemoApplication:
     def __init__(self, *, provider: Any, tracer_providers: dict[str, Any], capture_content: bool,
-                 budget: Budget, rng: random.Random):
+                 budget: Budget, rng: random.Random, run_tag: str):
         import anthropic
         import openai
 
@@ -114,6 +114,10 @@ class DemoApplication:
         from promptprism.instrumentation.providers import instrument_anthropic, instrument_openai
 
         self.provider = provider
+        # In every conversation and batch-run id: a second demo run starts new
+        # conversations instead of continuing the first run's (the seed only
+        # repeats the traffic's shape).
+        self.run_tag = run_tag
         self.budget = budget
         self.rng = rng
         self.tracers = {kind: tracer_providers[kind].get_tracer("promptprism.demo") for kind in SERVICES}
@@ -141,6 +145,9 @@ class DemoApplication:
         self.repaired_once = False
         # One loop for every worker task: the async client's connections belong to it.
         self.loop = asyncio.new_event_loop()
+
+    def conversation_id(self, index: int) -> str:
+        return f"conv-{self.run_tag}-{index + 1:03d}"
 
     # --- prompts ------------------------------------------------------------------------
 
@@ -315,7 +322,7 @@ class DemoApplication:
         from promptprism.instrumentation.fake_provider import PrefixCache
 
         scopes = ["web", "mobile", "web-legacy"]
-        conversations = [Conversation(f"conv-{index + 1:03d}", USERS[index % len(USERS)], scopes[index % 3])
+        conversations = [Conversation(self.conversation_id(index), USERS[index % len(USERS)], scopes[index % 3])
                          for index in range(len(USERS) * 2)]
         turns = {conversation.conversation_id: 0 for conversation in conversations}
         for day_index in range(days):
@@ -345,7 +352,7 @@ class DemoApplication:
                             self.loop.run_until_complete(self.worker_task(conversation, day_index))
                     elapsed += SECONDS_PER_TURN
             # The nightly batch run, an hour after the day's last turn.
-            run_id = f"compact-day-{day_index + 1}"
+            run_id = f"compact-{self.run_tag}-day-{day_index + 1}"
             longest = sorted(conversations, key=lambda conversation: -len(conversation.history))
             for conversation in longest[:MAX_COMPACTIONS_PER_DAY]:
                 if len(conversation.history) > 4 and not self.budget.exhausted:

@@ -29,9 +29,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import socket
 import sys
+import uuid
 import warnings
 from typing import Any
+from urllib.parse import urlparse
 
 from ..config import DEFAULT_URL, PROMPTPRISM_URL
 from . import CommandError
@@ -42,6 +45,11 @@ DEFAULT_REQUESTS = 120
 DEFAULT_DAYS = 7
 # How long to wait for the exporter to deliver everything at the end.
 FLUSH_TIMEOUT_MILLIS = 30_000
+# A collector on this machine or the next answers a TCP connect in
+# milliseconds; waiting longer only delays the one line that says nothing
+# listens (the exporter itself would retry for minutes).
+ENDPOINT_CHECK_TIMEOUT_SECONDS = 3.0
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -118,6 +126,29 @@ def _tracing(service: str) -> Any:
         raise CommandError(str(error)) from None
 
 
+def check_endpoint(endpoint: str, timeout: float = ENDPOINT_CHECK_TIMEOUT_SECONDS) -> None:
+    """CommandError naming ``endpoint`` and how to start a collector when nothing accepts a connection there."""
+    parsed = urlparse(endpoint)
+    host = parsed.hostname or "localhost"
+    try:
+        port = parsed.port or DEFAULT_PORTS.get(parsed.scheme, 80)
+    except ValueError:  # a port that is not a number: the exporter's own validation names it
+        return
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+    raise CommandError(
+        f"no collector at {endpoint} ({reason}); start one with `promptprism collector` (or `make run`), "
+        "or point OTEL_EXPORTER_OTLP_ENDPOINT at the one you run")
+
+
+def new_run_tag() -> str:
+    """Six hex digits that keep this run's conversation and batch-run ids apart from any other run's."""
+    return uuid.uuid4().hex[:6]
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import anthropic  # noqa: F401
@@ -125,7 +156,15 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise CommandError("the demo drives the real OpenAI and Anthropic clients: "
                            "pip install 'promptprism[providers,exporter]'") from None
+    from promptprism.exporter import ConfigurationError, resolve_settings
     from promptprism.instrumentation.fake_provider import FakeProvider
+
+    # Before any exporter starts: with nothing listening it would retry for minutes.
+    try:
+        settings = resolve_settings(service_name=SERVICES["channel"])
+    except ConfigurationError as error:
+        raise CommandError(str(error)) from None
+    check_endpoint(settings.endpoint)
 
     # The fake provider's model names are not Anthropic's; their SDK warns about that.
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"anthropic(\.|$)")
@@ -140,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         application = DemoApplication(
             provider=provider,
             tracer_providers={kind: configured.tracer_provider for kind, configured in tracing.items()},
-            capture_content=not args.no_content, budget=budget, rng=random.Random(args.seed))
+            capture_content=not args.no_content, budget=budget, rng=random.Random(args.seed),
+            run_tag=new_run_tag())
         result = application.run(args.days)
 
     failed = 0

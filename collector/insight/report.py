@@ -262,8 +262,7 @@ def _signed_pct(value: float) -> str:
 def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]]) -> str:
     """``prompt +18.0 % (+2,304 B ≈ +576 tokens per request): skills_prompt +14.1 %, memory +3.9 %``.
 
-    A part named by block has its layer beside it when the layer is another word:
-    ``skills_prompt (layer skills) +14.1 %``.
+    A part named by block has its layer beside it: ``skills_prompt (layer skills) +14.1 %``.
     """
     if not total["current_requests"]:
         current_all = total.get("current_requests_all", 0)
@@ -290,7 +289,7 @@ def growth_summary(total: Mapping[str, Any], attribution: list[Mapping[str, Any]
 
 def _part_name(row: Mapping[str, Any]) -> str:
     layers = row.get("layers") or ""
-    if not layers or layers == row["series"] or row["series"] == "(unmapped)":
+    if not layers or row["series"] == "(unmapped)":
         return str(row["series"])
     return f"{row['series']} (layer {layers})"
 

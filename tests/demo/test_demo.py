@@ -79,10 +79,11 @@ def collector(tmp_path_factory):
         log.close()
 
 
-def run_demo(environment: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
+def run_demo(environment: dict[str, str], *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "PROMPTPRISM_"))}
     env.update(environment)
-    return subprocess.run([*PROMPTPRISM, "demo", *arguments], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([*PROMPTPRISM, "demo", *arguments], env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +180,49 @@ def test_some_requests_put_a_turn_block_before_the_identity_block(collector, dem
     assert detail["prompt"]["blocks"][-1]["stability"] == "turn"  # nothing stable after the turn block
 
 
+def test_growth_and_overview_name_the_block_and_layer_that_grew_with_no_flags(collector, demo_run):
+    """Straight after the demo: skills arrive on a later day, and the default periods show it."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "PROMPTPRISM_"))}
+    completed = subprocess.run([*PROMPTPRISM, "growth", "--url", collector["ui"]], env=env, capture_output=True,
+                               text=True, timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    summary, periods = completed.stdout.splitlines()[:2]
+    assert summary.startswith("prompt +") and ": skills (layer skills) +" in summary, completed.stdout
+    assert "(the later half of the stored requests, against the earlier half)" in periods
+    with urllib.request.urlopen(f"{collector['ui']}/overview", timeout=30) as response:
+        page = response.read().decode("utf-8")
+    assert "skills (layer skills) +" in page and "By layer: prompt +" in page and "skills +" in page
+
+
 def test_demo_fails_clearly_when_nothing_listens():
-    completed = run_demo({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}",
-                          "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}, "--requests", "3", "--days", "1")
-    assert completed.returncode == 1
-    assert "could not be exported" in completed.stderr and "make run" in completed.stderr
+    """No exporter timeout set: the demo checks the endpoint first instead of retrying for minutes."""
+    for protocol, endpoint in (("http/protobuf", f"http://127.0.0.1:{free_port()}"),
+                               ("grpc", f"http://127.0.0.1:{free_port()}")):
+        completed = run_demo({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol},
+                             "--requests", "3", "--days", "1", timeout=60)
+        assert completed.returncode == 1
+        (line,) = completed.stderr.strip().splitlines()
+        assert line.startswith(f"promptprism demo: no collector at {endpoint}"), line
+        assert "promptprism collector" in line and "OTEL_EXPORTER_OTLP_ENDPOINT" in line
+
+
+def test_a_second_run_starts_new_conversations(collector, demo_run):
+    """Runs last in this module: it adds a second run's requests to the collector."""
+    first = {request["request_id"]: request for request in demo_run["requests"]}
+    completed = run_demo({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                          "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector['grpc']}",
+                          "PROMPTPRISM_URL": collector["ui"]}, "--requests", "8", "--days", "1")
+    assert completed.returncode == 0, completed.stderr
+    deadline = time.monotonic() + INGEST_TIMEOUT_SECONDS
+    while True:
+        requests = get_json(f"{collector['ui']}/api/requests?limit=1000&since=2000-01-01T00:00:00Z")["requests"]
+        if len(requests) >= len(first) + 8 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    second = [request for request in requests if request["request_id"] not in first]
+    assert len(second) == 8
+    first_ids = {request["conversation_id"] for request in first.values()} - {""}
+    second_ids = {request["conversation_id"] for request in second} - {""}
+    assert second_ids and not first_ids & second_ids, (first_ids, second_ids)
+    first_runs = {request["run"]["id"] for request in first.values()} - {""}
+    assert not first_runs & {request["run"]["id"] for request in second}
