@@ -189,7 +189,8 @@ def growth_window(store: Store, filters: Filters, *, now: float | None = None) -
         return Window.parse(None, None, now=now), "the last 7 days (no requests stored yet)"
     # Whole seconds compared with nanosecond start times: end one second after the newest.
     until = int(row["last_second"]) + 1
-    period = min(DEFAULT_PERIOD_SECONDS, (until - int(row["first_second"])) // 2)
+    # Rounded up, so that the earlier period starts at or before the oldest request.
+    period = min(DEFAULT_PERIOD_SECONDS, -(-(until - int(row["first_second"])) // 2))
     if period < 1:
         return Window(until - 1, until), "the one second with requests (nothing before it to compare with)"
     if period == DEFAULT_PERIOD_SECONDS:

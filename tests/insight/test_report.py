@@ -32,6 +32,39 @@ def test_growth_names_the_block_that_grew(scenario_store, now_ns):
     assert "memory" not in answer["summary"]  # below the noise threshold
 
 
+def test_growth_without_a_window_compares_the_later_half_of_the_stored_data(scenario_store, now_ns):
+    """The scenario spans days 12..3 ago: the default periods are placed inside it, not a week back from now
+    (a week back from now would hold only this week, with nothing before it to compare with)."""
+    answer = report.growth(scenario_store, None, Filters())
+    assert answer["window_chosen"] == "default"
+    assert answer["window_basis"] == "the later half of the stored requests, against the earlier half"
+    records = scenario.records(now_ns)
+    newest = max(record.started_at_ns for record in records) // 10**9
+    oldest = min(record.started_at_ns for record in records) // 10**9
+    window = report.Window.parse(answer["window"]["since"], answer["window"]["until"])
+    assert window.until == newest + 1 and oldest - 1 <= window.since - window.seconds <= oldest
+    assert answer["attribution"][0]["series"] == "skills_prompt"
+    assert answer["attribution"][0]["delta_bytes"] == scenario.SKILL_GROWTH
+    assert answer["total"]["previous_requests"] == answer["total"]["current_requests"] == 12
+    # Explicit periods are kept as given; a week back from now has nothing before it here.
+    given = report.growth(scenario_store, _window(now_ns, "7d"), Filters())
+    assert given["window_chosen"] == "given" and given["window"]["seconds"] == 7 * 86400
+
+
+def test_growth_default_window_of_a_long_history_is_the_last_week_of_data(store, now_ns):
+    # The story twice, ten days apart: 19 days of data, more than two default periods.
+    records = scenario.records(now_ns - 10 * scenario.DAY_NS) + scenario.records(now_ns)
+    for number, record in enumerate(records):
+        record.request_id, record.trace_id = f"{number + 1:016x}", f"{number + 1:032x}"
+    write_records(store, records)
+    window, basis = report.growth_window(store, Filters(), now=now_ns / 10**9)
+    assert basis == "the 7 days up to the newest request, against the 7 days before"
+    assert window.seconds == report.DEFAULT_PERIOD_SECONDS
+    assert window.until == max(record.started_at_ns for record in records) // 10**9 + 1
+    empty, basis = report.growth_window(store, Filters(service="nobody"), now=now_ns / 10**9)
+    assert basis.startswith("the last 7 days") and empty.seconds == 7 * 86400
+
+
 def test_growth_by_layer_and_stability(scenario_store, now_ns):
     by_layer = report.growth(scenario_store, _window(now_ns, "7d"), Filters(), dimension="layer")
     assert by_layer["attribution"][0]["series"] == "skills"
