@@ -52,7 +52,8 @@ _CACHE_ANALYSIS = f"""
         block_arrays AS (
             SELECT
                 request_id,
-                arraySort(groupArray((`index`, toString(name), toString(stability), sha256, size))) AS parts
+                arraySort(groupArray((`index`, toString(name), toString(stability), sha256, size,
+                                      toString(layer)))) AS parts
             FROM {{{{db}}}}.prompt_blocks
             WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
             GROUP BY request_id
@@ -68,7 +69,8 @@ _CACHE_ANALYSIS = f"""
                 arrayMap(part -> part.2, b.parts) AS names,
                 arrayMap(part -> part.3, b.parts) AS stabilities,
                 arrayMap(part -> part.4, b.parts) AS hashes,
-                arrayMap(part -> part.5, b.parts) AS sizes
+                arrayMap(part -> part.5, b.parts) AS sizes,
+                arrayMap(part -> part.6, b.parts) AS layers
             FROM {{{{db}}}}.prompt_requests AS r
             INNER JOIN block_arrays AS b ON b.request_id = r.request_id
             WHERE r.mapped
@@ -110,7 +112,16 @@ _CACHE_ANALYSIS = f"""
                     (stability, position) -> stability = 'turn' AND arrayExists(
                         (later, later_position) -> later IN {STABLE} AND later_position > position,
                         stabilities, arrayEnumerate(stabilities)),
-                    stabilities, arrayEnumerate(stabilities)) AS misplaced_index
+                    stabilities, arrayEnumerate(stabilities)) AS misplaced_index,
+                -- the stable block it pushed out of the prefix: the first one after it that is
+                -- not the template's own prose (a heading between them), else the first one
+                arrayFirstIndex(
+                    (stability, layer, position) -> stability IN {STABLE} AND layer != 'template'
+                                                    AND position > misplaced_index,
+                    stabilities, layers, arrayEnumerate(stabilities)) AS displaced_injected_index,
+                if(displaced_injected_index > 0, displaced_injected_index, arrayFirstIndex(
+                    (stability, position) -> stability IN {STABLE} AND position > misplaced_index,
+                    stabilities, arrayEnumerate(stabilities))) AS displaced_index
             FROM with_previous
         )
     SELECT
@@ -156,10 +167,7 @@ _CACHE_ANALYSIS = f"""
         intDiv(expected_cached_bytes, {BYTES_PER_TOKEN}) AS expected_cached_tokens,
         misplaced_index > 0 AS turn_before_stable,
         if(misplaced_index = 0, '', names[misplaced_index]) AS misplaced_block,
-        -- the stable block it pushed out of the prefix (the first one after it)
-        if(misplaced_index = 0, '', names[arrayFirstIndex(
-            (stability, position) -> stability IN {STABLE} AND position > misplaced_index,
-            stabilities, arrayEnumerate(stabilities))]) AS displaced_block,
+        if(misplaced_index = 0, '', names[displaced_index]) AS displaced_block,
         arraySum((stability, size, position) -> if(stability IN {STABLE} AND position > misplaced_index, size, 0),
                  stabilities, sizes, arrayEnumerate(sizes)) * (misplaced_index > 0) AS stable_bytes_after_turn,
         input_tokens,

@@ -200,6 +200,20 @@ def test_a_short_cache_read_names_the_first_changed_part_in_prompt_order(store, 
                and "reported cache read" in line for line in answer["summary"])
 
 
+def test_the_block_a_turn_block_displaces_is_not_the_template_prose_between_them(store, now_ns):
+    """As the demo's legacy override: a heading, the state, prose, then identity."""
+    blocks = scenario.build_blocks([
+        ("agent.system", "template", "static", "## Right now\n"),
+        ("state", "state", "turn", "Local time Mon 09:00.\n"),
+        ("agent.system", "template", "static", "\nYou are "),
+        ("identity", "identity", "static", scenario.IDENTITY),
+    ])
+    write_records(store, [scenario._record(trace_number=0x7000, started_at_ns=now_ns - 3600 * 10**9,
+                                           conversation="legacy", blocks=blocks, cache_read_tokens=0)])
+    (misordered,) = report.cache(store, Window.parse("1d", now=now_ns // 10**9), Filters())["misordered"]
+    assert (misordered["block"], misordered["before_block"]) == ("state", "identity")
+
+
 def test_cache_reports_provider_misses(store, now_ns):
     records = [record for record in scenario.records(now_ns)
                if record.conversation_id == "conversation-0" and record.started_at_ns < now_ns - 7 * scenario.DAY_NS]
