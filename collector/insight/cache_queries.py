@@ -97,7 +97,8 @@ _CACHE_ANALYSIS = f"""
                 previous_request_id != '' AS has_previous,
                 -- the cacheable prefix: the leading run of static and session blocks
                 arrayFirstIndex(stability -> stability NOT IN {STABLE}, stabilities) AS first_unstable,
-                toInt64(if(first_unstable = 0, length(stabilities), first_unstable - 1)) AS prefix_blocks,
+                -- (both branches Int64: ClickHouse 24.8 has no supertype for UInt64 and Int64)
+                if(first_unstable = 0, toInt64(length(stabilities)), toInt64(first_unstable) - 1) AS prefix_blocks,
                 has_previous AND tools_sha256 != previous_tools_sha256 AS tools_changed,
                 -- the first block whose hash differs from the previous request's block at that position
                 arrayFirstIndex(

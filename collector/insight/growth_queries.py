@@ -129,25 +129,25 @@ WITH
     parts AS ({_with_window(_PROMPT_PARTS, _COMPARISON_WINDOW)}),
     per_lineage AS (
         SELECT
-            compared.lineage AS lineage,
+            c.lineage AS lineage,
             {_SERIES} AS series,
-            groupUniqArray(layer) AS series_layers,
-            sumIf(parts.size, compared.current) AS current_sum,
-            sumIf(parts.size, NOT compared.current) AS previous_sum
-        FROM parts
-        INNER JOIN compared ON compared.request_id = parts.request_id
+            groupUniqArray(p.layer) AS series_layers,
+            sumIf(p.size, c.current) AS current_sum,
+            sumIf(p.size, NOT c.current) AS previous_sum
+        FROM parts AS p
+        INNER JOIN compared AS c ON c.request_id = p.request_id
         GROUP BY lineage, series
     ),
     per_series AS (
         SELECT
-            per_lineage.series AS series,
+            l.series AS series,
             -- the layers of a block name (by other dimensions: empty)
             if({{{{dimension}}}} = 'name',
-               arrayStringConcat(arraySort(groupUniqArrayArray(per_lineage.series_layers)), ', '), '') AS layers,
-            sum(per_lineage.current_sum) AS current_sum,
-            sum(per_lineage.previous_sum * matched.current_requests / matched.previous_requests) AS previous_sum
-        FROM per_lineage
-        INNER JOIN matched ON matched.lineage = per_lineage.lineage
+               arrayStringConcat(arraySort(groupUniqArrayArray(l.series_layers)), ', '), '') AS layers,
+            sum(l.current_sum) AS current_sum,
+            sum(l.previous_sum * m.current_requests / m.previous_requests) AS previous_sum
+        FROM per_lineage AS l
+        INNER JOIN matched AS m ON m.lineage = l.lineage
         GROUP BY series
     ),
     whole AS (
