@@ -159,3 +159,23 @@ def test_server_store_migrates_a_store_written_before_006(chdb_root, tmp_path):
         store.execute(f"DROP DATABASE IF EXISTS {database}")
         store.close()
         server.stop()
+
+
+# Sorting keys that fix a row's partition without naming it: the hour of a
+# timestamp fixes its day. genai_events sorts by a record hash that includes
+# the record's time (collector/logs.py), so equal keys never span two days.
+DAY_FIXED_BY = {"toDate(started_at)": "toStartOfHour(started_at)", "day": "day"}
+IDENTITY_HOLDS_THE_TIME = {"genai_events"}
+
+
+def test_no_replacing_table_lets_final_merge_rows_of_different_days(store):
+    """FINAL deduplicates by the sorting key across partitions (NOTES.md, "FINAL and keys"): every
+    ReplacingMergeTree table's sorting key must fix the day its row is partitioned by."""
+    tables = store.query("SELECT name, partition_key, sorting_key FROM system.tables "
+                         "WHERE database = {db:String} AND engine = 'ReplacingMergeTree'", {"db": store.database})
+    assert {"requests", "blocks", "tools", "contents", "genai_events"} <= {table["name"] for table in tables}
+    for table in tables:
+        if not table["partition_key"] or table["name"] in IDENTITY_HOLDS_THE_TIME:
+            continue
+        keys = [key.strip() for key in table["sorting_key"].split(",")]
+        assert DAY_FIXED_BY[table["partition_key"]] in keys, table
