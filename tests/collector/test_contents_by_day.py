@@ -156,9 +156,11 @@ def test_server_store_migrates_a_store_written_before_006(chdb_root, tmp_path):
         for record in records:
             assert _identity_text(store, record.request_id) == IDENTITY
     finally:
-        store.execute(f"DROP DATABASE IF EXISTS {database}")
-        store.close()
-        server.stop()
+        try:
+            store.execute(f"DROP DATABASE IF EXISTS {database}")
+            store.close()
+        finally:
+            server.stop()  # whatever failed above: no fixture process is left behind
 
 
 # Sorting keys that fix a row's partition without naming it: the hour of a
