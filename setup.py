@@ -6,7 +6,7 @@
 
 from setuptools import find_packages, setup
 
-TOP_LEVEL = ("instrumentation", "exporter", "collector")
+TOP_LEVEL = ("wire", "instrumentation", "exporter", "collector")
 
 packages = []
 package_dir = {}

@@ -37,7 +37,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from promptprism.collector.decode import decode_protobuf
 from promptprism.collector.reassemble import reassemble
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 SPANS_PER_BATCH = 512
 BLOCKS_PER_SPAN = 40

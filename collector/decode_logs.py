@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from ..instrumentation import names
+from ..wire import names
 from .decode import (
     MAX_REJECTION_DETAILS,
     MAX_TIME_NS,

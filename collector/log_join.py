@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..instrumentation import names
+from ..wire import names
 from .reassemble import build_record
 from .records import DecodedSpan
 

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..instrumentation import names
+from ..wire import names
 from .reassemble import to_json
 from .records import DecodedLogRecord, GenAIEvent
 

@@ -16,7 +16,7 @@ import json
 from operator import itemgetter
 from typing import Iterable
 
-from ..instrumentation import names
+from ..wire import names
 from .records import Block, DecodedSpan, RequestRecord, SpanEvent, ToolDefinition
 from .system_prompt import legacy_messages, system_prompt_text
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Collection, Iterable
 
 import pyarrow as pa
 
-from ..instrumentation import names
+from ..wire import names
 from .columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
 from .otel_strings import otel_attribute_string
 from .records import Block, DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord, ToolDefinition

@@ -17,13 +17,17 @@ from __future__ import annotations
 import logging
 import os
 
-from . import names
-
 _logger = logging.getLogger(__name__)
 
-CAPTURE_MODES = (names.CAPTURE_NO_CONTENT, names.CAPTURE_SPAN_ONLY, names.CAPTURE_EVENT_ONLY,
-                 names.CAPTURE_SPAN_AND_EVENT)
-_SPAN_CONTENT_MODES = frozenset((names.CAPTURE_SPAN_ONLY, names.CAPTURE_SPAN_AND_EVENT))
+# The content capture switch and its values (SPEC §3).
+ENV_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CAPTURE_NO_CONTENT = "NO_CONTENT"
+CAPTURE_SPAN_ONLY = "SPAN_ONLY"
+CAPTURE_EVENT_ONLY = "EVENT_ONLY"
+CAPTURE_SPAN_AND_EVENT = "SPAN_AND_EVENT"
+
+CAPTURE_MODES = (CAPTURE_NO_CONTENT, CAPTURE_SPAN_ONLY, CAPTURE_EVENT_ONLY, CAPTURE_SPAN_AND_EVENT)
+_SPAN_CONTENT_MODES = frozenset((CAPTURE_SPAN_ONLY, CAPTURE_SPAN_AND_EVENT))
 
 _configured: str | None = None
 _from_environment: str | None = None
@@ -32,17 +36,17 @@ _from_environment: str | None = None
 def parse_capture_mode(value: str | bool | None) -> str:
     """``true``/``false`` (any case), a mode name, or a bool → a mode name; anything else is an error."""
     if value is None:
-        return names.CAPTURE_NO_CONTENT
+        return CAPTURE_NO_CONTENT
     if isinstance(value, bool):
-        return names.CAPTURE_SPAN_ONLY if value else names.CAPTURE_NO_CONTENT
+        return CAPTURE_SPAN_ONLY if value else CAPTURE_NO_CONTENT
     normalized = value.strip().upper()
     if normalized == "TRUE":
-        return names.CAPTURE_SPAN_ONLY
+        return CAPTURE_SPAN_ONLY
     if normalized in ("FALSE", ""):
-        return names.CAPTURE_NO_CONTENT
+        return CAPTURE_NO_CONTENT
     if normalized in CAPTURE_MODES:
         return normalized
-    raise ValueError(f"{names.ENV_CAPTURE_MESSAGE_CONTENT}: unknown value {value!r}; "
+    raise ValueError(f"{ENV_CAPTURE_MESSAGE_CONTENT}: unknown value {value!r}; "
                      f"use true, false or one of {', '.join(CAPTURE_MODES)}")
 
 
@@ -58,14 +62,14 @@ def capture_mode() -> str:
     if _configured is not None:
         return _configured
     if _from_environment is None:
-        raw = os.environ.get(names.ENV_CAPTURE_MESSAGE_CONTENT)
+        raw = os.environ.get(ENV_CAPTURE_MESSAGE_CONTENT)
         try:
             _from_environment = parse_capture_mode(raw)
         except ValueError as error:
             # A typo in an environment variable must not break the application:
             # capture nothing (the safe side) and say so once.
             _logger.warning("%s; capturing no content", error)
-            _from_environment = names.CAPTURE_NO_CONTENT
+            _from_environment = CAPTURE_NO_CONTENT
     return _from_environment
 
 

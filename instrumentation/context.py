@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator, Mapping
 
-from . import names
+from ..wire import names
 
 # Keyword → span attribute (SPEC §3).
 CORRELATION_ATTRIBUTES: Mapping[str, str] = {

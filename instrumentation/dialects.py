@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from . import names
+from ..wire import names
 from .canonical import canonical_json
 
 # Content parts that carry files, images or audio rather than text.

@@ -31,7 +31,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from . import names
+from ..wire import names
 from .canonical import canonical_bytes, canonical_json, canonical_size, sha256_hex
 from .dialects import (
     BodyShape,

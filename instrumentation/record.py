@@ -70,7 +70,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from . import names
+from ..wire import names
 from .capture import span_content_enabled
 from .context import correlation_attributes, current_correlation
 from .redact import redact

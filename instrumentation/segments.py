@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from functools import cached_property
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
-from . import names
+from ..wire import names
 
 # --- sentinels ---------------------------------------------------------------
 # Shift-out/shift-in around a per-process decimal nonce: a value can only

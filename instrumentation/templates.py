@@ -41,7 +41,7 @@ import jinja2
 from jinja2.compiler import CodeGenerator
 from markupsafe import escape
 
-from . import names
+from ..wire import names
 from .segments import (
     MarkedValue,
     SegmentedPrompt,
@@ -55,6 +55,13 @@ from .segments import (
     strip_sentinels,
     unmapped,
 )
+
+# Directory of template overrides (global/NAME.j2, scopes/SCOPE/NAME.j2) that
+# TemplateCatalog and `promptprism template show` load when none is given.
+ENV_TEMPLATE_OVERRIDES = "PROMPTPRISM_TEMPLATE_OVERRIDES"
+# Built-in templates for `promptprism template show`: a directory of NAME.j2
+# files, or `package.module:attribute` naming the application's TemplateCatalog.
+ENV_TEMPLATES = "PROMPTPRISM_TEMPLATES"
 
 # Operators paste overrides by hand; 16 KiB is far above any sane system
 # prompt section and small enough that a runaway file is caught at load.
@@ -317,7 +324,7 @@ class TemplateCatalog:
         # Bumped by every change: a compilation that started before a change is not cached after it.
         self._generation = 0
         self._lock = threading.Lock()
-        directory = overrides_directory or os.environ.get(names.ENV_TEMPLATE_OVERRIDES)
+        directory = overrides_directory or os.environ.get(ENV_TEMPLATE_OVERRIDES)
         if directory:
             self.load_overrides(directory)
 

@@ -16,7 +16,6 @@ import json
 import sys
 from typing import Any
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.dialects import detect_dialect
 from promptprism.instrumentation.manifest import (
     BYTES_PER_TOKEN,
@@ -26,6 +25,7 @@ from promptprism.instrumentation.manifest import (
     build_manifest,
 )
 from promptprism.instrumentation.safe_text import safe_error_text
+from promptprism.wire import names
 
 from . import CommandError
 

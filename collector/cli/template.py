@@ -22,8 +22,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from ...instrumentation import names
-from ...instrumentation.templates import TemplateCatalog, TemplateError
+from ...instrumentation.templates import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES, TemplateCatalog, TemplateError
 from . import CommandError
 
 
@@ -38,21 +37,21 @@ def register(subparsers) -> None:
     show.add_argument("name", metavar="NAME", help="template name")
     show.add_argument("--scope", default=None, help="resolve for this scope (tenant, agent, channel…)")
     show.add_argument("--templates", default=None, metavar="SOURCE",
-                      help=f"directory of NAME.j2 built-ins, or package.module:attribute [env {names.ENV_TEMPLATES}]")
+                      help=f"directory of NAME.j2 built-ins, or package.module:attribute [env {ENV_TEMPLATES}]")
     show.add_argument("--overrides", default=None, metavar="DIR",
                       help=f"overrides directory (global/NAME.j2, scopes/SCOPE/NAME.j2) "
-                           f"[env {names.ENV_TEMPLATE_OVERRIDES}]")
+                           f"[env {ENV_TEMPLATE_OVERRIDES}]")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=show_template)
 
 
 def load_catalog(source: str | None, overrides: str | None) -> TemplateCatalog:
     """The catalog named by ``source`` (directory or module:attribute) with ``overrides`` loaded on top."""
-    source = source or os.environ.get(names.ENV_TEMPLATES)
-    overrides = overrides or os.environ.get(names.ENV_TEMPLATE_OVERRIDES)
+    source = source or os.environ.get(ENV_TEMPLATES)
+    overrides = overrides or os.environ.get(ENV_TEMPLATE_OVERRIDES)
     if not source and not overrides:
         raise CommandError(f"no templates given: pass --templates DIR|package.module:attribute "
-                           f"or set {names.ENV_TEMPLATES}")
+                           f"or set {ENV_TEMPLATES}")
     try:
         if not source:
             catalog = TemplateCatalog(overrides_directory=overrides)

@@ -18,7 +18,7 @@ from typing import Any, ContextManager, Iterator
 
 from opentelemetry.trace import Status, StatusCode
 
-from .. import names
+from ...wire import names
 from ..record import RecordedRequest, report_failure
 from ..safe_text import safe_error_text, safe_identifier
 from .responses import MAX_JSON_BYTES, ResponseParser, ServerSentEvents

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import names
+from ...wire import names
 
 # Output text kept for content capture. The recorder does not capture content
 # over 1 Mi characters at all, so collecting more would be wasted memory.

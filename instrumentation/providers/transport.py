@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Union
 
 from opentelemetry import context as otel_context
 
-from .. import names
+from ...wire import names
 from ..capture import span_content_enabled
 from ..dialects import system_prompt_text, tool_definitions
 from ..manifest import build_manifest

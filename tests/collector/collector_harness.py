@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from promptprism.collector.app import Collector
 from promptprism.collector.config import CollectorConfig
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .prompt_spans import block_events, prompt_attributes
 

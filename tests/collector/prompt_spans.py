@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from promptprism.collector.records import DecodedSpan, SpanEvent
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"

@@ -220,7 +220,7 @@ class ChosenIds:
 
 
 def span_attributes(record: RequestRecord) -> dict:
-    from promptprism.instrumentation import names
+    from promptprism.wire import names
 
     attributes = {
         names.GEN_AI_OPERATION_NAME: record.operation,
@@ -273,7 +273,7 @@ def span_attributes(record: RequestRecord) -> dict:
 
 
 def block_event(block: Block) -> dict:
-    from promptprism.instrumentation import names
+    from promptprism.wire import names
 
     attributes = {
         names.BLOCK_INDEX: block.index, names.BLOCK_NAME: block.name, names.BLOCK_LAYER: block.layer,
@@ -287,7 +287,7 @@ def block_event(block: Block) -> dict:
 
 
 def tool_event(item: ToolDefinition) -> dict:
-    from promptprism.instrumentation import names
+    from promptprism.wire import names
 
     attributes = {names.TOOL_NAME: item.name, names.TOOL_SIZE: item.size, names.TOOL_SHA256: item.sha256}
     if item.content is not None:
@@ -303,7 +303,7 @@ def send_over_otlp(records: list[RequestRecord], grpc_endpoint: str) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
-    from promptprism.instrumentation import names
+    from promptprism.wire import names
     from promptprism.instrumentation.record import span_limits_for_prompts
 
     for record in records:

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from promptprism.collector.decode import MalformedPayload, decode_json, decode_protobuf, parse_protobuf
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 LINKED = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, is_remote=True,

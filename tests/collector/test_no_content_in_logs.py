@@ -15,7 +15,7 @@ import logging
 import grpc
 import httpx
 
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .collector_harness import emit_prompt, exporter, running_collector, stored_request, tracer_for
 

@@ -8,7 +8,7 @@ import pytest
 
 from promptprism.collector.reassemble import reassemble, stringify
 from promptprism.collector.records import Block, SpanEvent
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes, sha
 

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .collector_harness import (
     count_rows,

@@ -19,7 +19,7 @@ from promptprism.collector.reassemble import reassemble
 from promptprism.collector.records import IngestBatch
 from promptprism.collector.rows import build_tables, content_sha256
 from promptprism.collector.sink import open_sink
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes, sha
 

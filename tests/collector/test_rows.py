@@ -21,7 +21,7 @@ from promptprism.collector.rows import (
     tools_table,
 )
 
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes
 from .write_path_samples import BASE_NS, SYSTEM_PARTS, make_request, sha

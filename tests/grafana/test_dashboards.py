@@ -231,7 +231,7 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     from insight.test_event_prompts import span_record, write_events
     from logs.samples import OPENAI_V2_EVENTS
 
-    from promptprism.instrumentation import names
+    from promptprism.wire import names
 
     now_ns = int(time.time()) * 10**9
     # Two requests of one lineage (a conversation), a week apart: growth compares them.

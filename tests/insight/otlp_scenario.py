@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind
 
 from promptprism.collector.records import RequestRecord
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 
 def span_attributes(record: RequestRecord) -> dict:

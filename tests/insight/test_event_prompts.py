@@ -26,7 +26,7 @@ from promptprism.collector.insight.report import Filters, Window
 from promptprism.collector.logs import split_logs
 from promptprism.collector.reassemble import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, build_record
 from promptprism.collector.records import DecodedSpan
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from logs.samples import OPENAI_V2_EVENTS, OPENAI_V2_SPAN_INPUT, OPENAI_V2_SPAN_OUTPUT, SYSTEM_PROMPT, \
     logs_payload

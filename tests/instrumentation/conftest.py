@@ -13,7 +13,7 @@ from promptprism.instrumentation.record import prompt_tracer_provider
 @pytest.fixture(autouse=True)
 def clean_settings(monkeypatch):
     """Content capture and redaction are process-wide: every test starts from the defaults."""
-    monkeypatch.delenv(capture.names.ENV_CAPTURE_MESSAGE_CONTENT, raising=False)
+    monkeypatch.delenv(capture.ENV_CAPTURE_MESSAGE_CONTENT, raising=False)
     capture.configure_content_capture(None)
     capture.reread_environment()
     redact.set_redactor(None)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from promptprism.instrumentation import names
+from promptprism.instrumentation import capture
 from promptprism.instrumentation.capture import (
     capture_mode,
     configure_content_capture,
@@ -15,13 +15,14 @@ from promptprism.instrumentation.capture import (
     span_content_enabled,
 )
 from promptprism.instrumentation.context import correlation, correlation_attributes, current_correlation
+from promptprism.wire import names
 
 
 @pytest.mark.parametrize("raw, mode", [
-    ("true", names.CAPTURE_SPAN_ONLY), ("True", names.CAPTURE_SPAN_ONLY), ("false", names.CAPTURE_NO_CONTENT),
-    ("span_and_event", names.CAPTURE_SPAN_AND_EVENT), (" EVENT_ONLY ", names.CAPTURE_EVENT_ONLY),
-    ("", names.CAPTURE_NO_CONTENT), (None, names.CAPTURE_NO_CONTENT), (True, names.CAPTURE_SPAN_ONLY),
-    (False, names.CAPTURE_NO_CONTENT),
+    ("true", capture.CAPTURE_SPAN_ONLY), ("True", capture.CAPTURE_SPAN_ONLY), ("false", capture.CAPTURE_NO_CONTENT),
+    ("span_and_event", capture.CAPTURE_SPAN_AND_EVENT), (" EVENT_ONLY ", capture.CAPTURE_EVENT_ONLY),
+    ("", capture.CAPTURE_NO_CONTENT), (None, capture.CAPTURE_NO_CONTENT), (True, capture.CAPTURE_SPAN_ONLY),
+    (False, capture.CAPTURE_NO_CONTENT),
 ])
 def test_parse_capture_mode(raw, mode):
     assert parse_capture_mode(raw) == mode
@@ -30,13 +31,13 @@ def test_parse_capture_mode(raw, mode):
 def test_unknown_explicit_mode_is_an_error_but_a_bad_environment_value_is_not(monkeypatch):
     with pytest.raises(ValueError, match="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"):
         configure_content_capture("sometimes")
-    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "sometimes")
+    monkeypatch.setenv(capture.ENV_CAPTURE_MESSAGE_CONTENT, "sometimes")
     reread_environment()
-    assert capture_mode() == names.CAPTURE_NO_CONTENT
+    assert capture_mode() == capture.CAPTURE_NO_CONTENT
 
 
 def test_configuration_beats_environment_and_none_restores_it(monkeypatch):
-    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_AND_EVENT")
+    monkeypatch.setenv(capture.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_AND_EVENT")
     reread_environment()
     assert span_content_enabled()
     configure_content_capture(False)

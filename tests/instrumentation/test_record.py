@@ -13,13 +13,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import StatusCode
 
-from promptprism.instrumentation import names, record
+from promptprism.instrumentation import capture, record
 from promptprism.instrumentation.capture import configure_content_capture
 from promptprism.instrumentation.context import correlation
 from promptprism.instrumentation.record import ToolSpec, record_llm_request
 from promptprism.instrumentation.redact import set_redactor
 from promptprism.instrumentation.segments import block, build_prompt
 from promptprism.instrumentation.templates import TemplateCatalog
+from promptprism.wire import names
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
 
@@ -130,7 +131,7 @@ def test_content_capture_on_adds_content_variables_and_messages(exporter, tracer
                                                ("EVENT_ONLY", False), ("nonsense", False), (None, False)])
 def test_environment_variable_decides_capture(monkeypatch, exporter, tracer_provider, prompt, setting, captured):
     if setting is not None:
-        monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, setting)
+        monkeypatch.setenv(capture.ENV_CAPTURE_MESSAGE_CONTENT, setting)
     with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
                             input_messages="[]"):
         pass

@@ -12,11 +12,11 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.capture import configure_content_capture
 from promptprism.instrumentation.record import ToolSpec, prompt_tracer_provider, record_llm_request
 from promptprism.instrumentation.segments import block, inline
 from promptprism.instrumentation.templates import render_string
+from promptprism.wire import names
 
 BLOCK_COUNT = 1000
 # Prompt spans are far above gRPC's 4 MiB default once decompressed (NOTES.md).

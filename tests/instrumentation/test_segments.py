@@ -7,7 +7,7 @@ import hashlib
 import jinja2
 import pytest
 
-from promptprism.instrumentation import names, segments
+from promptprism.instrumentation import segments
 from promptprism.instrumentation.segments import (
     SENTINEL,
     Block,
@@ -19,6 +19,7 @@ from promptprism.instrumentation.segments import (
     tiling_problem,
 )
 from promptprism.instrumentation.templates import render_string
+from promptprism.wire import names
 
 PLAIN = jinja2.Environment(keep_trailing_newline=True)
 

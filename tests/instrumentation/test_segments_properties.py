@@ -10,9 +10,9 @@ import jinja2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.segments import SENTINEL, block, inline
 from promptprism.instrumentation.templates import prompt_environment, render_segmented, render_string
+from promptprism.wire import names
 
 PLAIN = jinja2.Environment(keep_trailing_newline=True, autoescape=False)
 PLAIN_ESCAPING = jinja2.Environment(keep_trailing_newline=True, autoescape=True)

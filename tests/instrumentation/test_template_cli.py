@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from promptprism.collector.cli import main
-from promptprism.instrumentation import names
+from promptprism.instrumentation.templates import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES
 
 
 @pytest.fixture
 def template_tree(tmp_path, monkeypatch):
-    monkeypatch.delenv(names.ENV_TEMPLATES, raising=False)
-    monkeypatch.delenv(names.ENV_TEMPLATE_OVERRIDES, raising=False)
+    monkeypatch.delenv(ENV_TEMPLATES, raising=False)
+    monkeypatch.delenv(ENV_TEMPLATE_OVERRIDES, raising=False)
     builtins = tmp_path / "builtins"
     builtins.mkdir()
     (builtins / "system.j2").write_text("Built-in {{ memory }}\n", encoding="utf-8")
@@ -42,11 +42,11 @@ def test_show_json_per_scope(template_tree, capsys):
 
 def test_show_text_from_environment_variables(template_tree, capsys, monkeypatch):
     builtins, overrides = template_tree
-    monkeypatch.setenv(names.ENV_TEMPLATES, str(builtins))
+    monkeypatch.setenv(ENV_TEMPLATES, str(builtins))
     assert main(["template", "show", "system"]) == 0
     out = capsys.readouterr().out
     assert "origin builtin" in out and "Built-in {{ memory }}" in out
-    monkeypatch.setenv(names.ENV_TEMPLATE_OVERRIDES, str(overrides))
+    monkeypatch.setenv(ENV_TEMPLATE_OVERRIDES, str(overrides))
     assert main(["template", "show", "system"]) == 0
     out = capsys.readouterr().out
     effective, default = out.split("--- built-in default")
@@ -55,7 +55,7 @@ def test_show_text_from_environment_variables(template_tree, capsys, monkeypatch
 
 
 def test_show_from_an_application_module(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(names.ENV_TEMPLATE_OVERRIDES, raising=False)
+    monkeypatch.delenv(ENV_TEMPLATE_OVERRIDES, raising=False)
     (tmp_path / "my_app_prompts.py").write_text(
         "from promptprism.instrumentation import TemplateCatalog\n"
         "catalog = TemplateCatalog({'system': 'Hello <PRODUCT>'}, tokens={'PRODUCT': 'Acme'})\n"

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.segments import block
 from promptprism.instrumentation.templates import (
     DEFAULT_SIZE_CAP_BYTES,
+    ENV_TEMPLATE_OVERRIDES,
     TemplateCatalog,
     TemplateError,
     prompt_environment,
     replace_tokens,
 )
+from promptprism.wire import names
 
 BUILTIN = "Built-in for <PRODUCT>. {{ memory }}"
 
 
 @pytest.fixture
 def catalog(monkeypatch):
-    monkeypatch.delenv(names.ENV_TEMPLATE_OVERRIDES, raising=False)
+    monkeypatch.delenv(ENV_TEMPLATE_OVERRIDES, raising=False)
     return TemplateCatalog({"system": BUILTIN}, tokens={"PRODUCT": "Acme"})
 
 
@@ -109,7 +110,7 @@ def test_overrides_directory_layout(tmp_path, monkeypatch):
     assert catalog.resolve("system", scope="support").text == "Support file"
     assert catalog.resolve("system", scope="empty").origin == names.ORIGIN_GLOBAL
     # The environment variable names the same layout when no directory is given.
-    monkeypatch.setenv(names.ENV_TEMPLATE_OVERRIDES, str(tmp_path))
+    monkeypatch.setenv(ENV_TEMPLATE_OVERRIDES, str(tmp_path))
     assert TemplateCatalog({"system": BUILTIN}).resolve("system").origin == names.ORIGIN_GLOBAL
 
 

@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from promptprism.collector.decode import MalformedPayload
 from promptprism.collector.decode_logs import decode_json, decode_protobuf, parse_protobuf
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload
 

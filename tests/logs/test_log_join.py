@@ -10,7 +10,7 @@ from promptprism.collector.log_join import event_keys, join_events, needs_events
 from promptprism.collector.logs import split_logs
 from promptprism.collector.reassemble import build_record
 from promptprism.collector.records import DecodedSpan
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .samples import (
     OPENAI_V2_EVENTS,

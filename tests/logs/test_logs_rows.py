@@ -6,10 +6,10 @@ import json
 
 from promptprism.collector.decode_logs import decode_protobuf
 from promptprism.collector.logs import is_genai_content_event, split_logs
-from promptprism.collector.rows import build_tables, merge_tables
 from promptprism.collector.records import IngestBatch
+from promptprism.collector.rows import build_tables, merge_tables
 from promptprism.collector.sink import open_sink
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 from .samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload
 

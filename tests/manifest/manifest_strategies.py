@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from promptprism.instrumentation import names
+from promptprism.wire import names
 
 # Any Unicode except surrogates (which JSON text cannot carry unescaped).
 text = st.text(max_size=40)

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.manifest import (
     ManifestError,
     build_manifest,
@@ -23,6 +22,7 @@ from promptprism.instrumentation.manifest import (
     system_prompt_text,
     tool_definitions,
 )
+from promptprism.wire import names
 
 from .manifest_strategies import BODIES, dialect_and_body
 

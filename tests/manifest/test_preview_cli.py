@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from promptprism.collector.cli import main
-from promptprism.instrumentation import names
 from promptprism.instrumentation.manifest import build_manifest
+from promptprism.wire import names
 
 from .manifest_strategies import dialect_and_body
 

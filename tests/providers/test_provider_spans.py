@@ -14,13 +14,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
-from promptprism.instrumentation import TemplateCatalog, block, correlation, failure_count, names
+from promptprism.instrumentation import TemplateCatalog, block, correlation, failure_count
 from promptprism.instrumentation.providers import (
     instrument_anthropic,
     instrument_openai,
     uninstrument_openai,
 )
 from promptprism.instrumentation.providers import transport
+from promptprism.wire import names
 
 SYSTEM_TEMPLATE = "You are {{ identity }}.\n\n## Memory\n{{ memory }}\n\n## Rules\nBe brief.\n"
 CONTEXT_WINDOW = 50_000

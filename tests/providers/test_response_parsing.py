@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptprism.instrumentation import names
 from promptprism.instrumentation.providers.responses import ResponseParser, ServerSentEvents
+from promptprism.wire import names
 
 ANTHROPIC_STREAM = (
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"claude-x",'

@@ -1,13 +1,14 @@
 """Every name promptprism puts on the wire, spelled once.
 
 Both ends import this module: the instrumentation writes these keys, the
-collector reads them. SPEC §3 fixes the ``promptprism.*`` names and the
-``gen_ai.*`` names come from the OpenTelemetry GenAI semantic conventions;
-anything added here that the SPEC does not name is marked "(promptprism
-extension)". Renaming a SPEC name needs a ``SCHEMA_VERSION`` bump.
+collector reads them. It imports nothing, so reading a constant loads no
+Jinja2, no OpenTelemetry SDK and no collector dependency. SPEC §3 fixes the
+``promptprism.*`` names and the ``gen_ai.*`` names come from the
+OpenTelemetry GenAI semantic conventions; anything added here that the SPEC
+does not name is marked "(promptprism extension)". Renaming a SPEC name
+needs a ``SCHEMA_VERSION`` bump. Settings (environment variables and their
+values) are not wire names: they live with the code that reads them.
 """
-
-from __future__ import annotations
 
 SCHEMA_VERSION = 1
 
@@ -66,19 +67,6 @@ EVENT_MESSAGE_PREFIX = "gen_ai."
 EVENT_MESSAGE_SUFFIX = ".message"
 # Where log records carried their event name before OTLP had a field for it.
 EVENT_NAME_ATTRIBUTE = "event.name"
-
-# Content capture switch and its values (SPEC §3)
-ENV_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-# Directory of template overrides (global/NAME.j2, scopes/SCOPE/NAME.j2) that
-# TemplateCatalog and `promptprism template show` load when none is given.
-ENV_TEMPLATE_OVERRIDES = "PROMPTPRISM_TEMPLATE_OVERRIDES"
-# Built-in templates for `promptprism template show`: a directory of NAME.j2
-# files, or `package.module:attribute` naming the application's TemplateCatalog.
-ENV_TEMPLATES = "PROMPTPRISM_TEMPLATES"
-CAPTURE_NO_CONTENT = "NO_CONTENT"
-CAPTURE_SPAN_ONLY = "SPAN_ONLY"
-CAPTURE_EVENT_ONLY = "EVENT_ONLY"
-CAPTURE_SPAN_AND_EVENT = "SPAN_AND_EVENT"
 
 # --- promptprism span attributes (SPEC §3) -----------------------------------
 SCHEMA_VERSION_ATTR = "promptprism.schema_version"
@@ -198,5 +186,6 @@ UNMAPPED_REASONS = (
     UNMAPPED_NOT_RENDERED,
 )
 
-# Instrumentation scope name of the library's own tracer.
+# Instrumentation scope name of the library's own tracer: on the wire as the
+# spans' scope name.
 TRACER_NAME = "promptprism.instrumentation"
