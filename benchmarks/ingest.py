@@ -35,7 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from promptprism.collector.decode import decode_protobuf
+from promptprism.collector.otlp.traces import decode_protobuf
 from promptprism.collector.reassemble import reassemble
 from promptprism.wire import names
 
@@ -159,7 +159,7 @@ def decode_handler(payload: bytes, context) -> ExportTraceServiceResponse:
 def stages(payload: bytes, repeats: int = 3) -> None:
     """Milliseconds per stage for one export, best of ``repeats``, one thread."""
     from promptprism.collector import rows
-    from promptprism.collector.decode import decode_request, parse_protobuf
+    from promptprism.collector.otlp.traces import decode_request, parse_protobuf
     from promptprism.collector.store import open_store
 
     def best(function) -> float:

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from . import decode_logs
-from .decode import decode_json, decode_protobuf
 from .logs import split_logs
+from .otlp import logs as otlp_logs
+from .otlp.traces import decode_json, decode_protobuf
 from .reassemble import reassemble
 from .rows import TableSet, build_tables
 
@@ -76,7 +76,7 @@ def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
 
 def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
     """A logs export's tables: GenAI content events and the other records. Raises MalformedPayload."""
-    decode = decode_logs.decode_json if encoding == ENCODING_JSON else decode_logs.decode_protobuf
+    decode = otlp_logs.decode_json if encoding == ENCODING_JSON else otlp_logs.decode_protobuf
     decoded = decode(payload)
     split = split_logs(decoded.records)
     tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records)

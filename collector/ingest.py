@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from .convert import ENCODING_JSON, ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, LOGS_TOKEN_PREFIX, ConvertedExport
 from .convert import convert as convert_in_process
-from .decode import MalformedPayload
 from .logsafe import describe_exception
 from .metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
+from .otlp import MalformedPayload
 from .store.base import StoreError
 
 logger = logging.getLogger(__name__)

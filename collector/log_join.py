@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..wire import names
+from .otlp.model import DecodedSpan
 from .reassemble import build_record
-from .records import DecodedSpan
 
 CONTENT_COLUMNS = ("system_instructions", "input_messages", "output_messages")
 _CONTENT_ATTRIBUTES = {

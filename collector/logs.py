@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..wire import names
+from .otlp.model import DecodedLogRecord
 from .reassemble import to_json
-from .records import DecodedLogRecord, GenAIEvent
+from .record import GenAIEvent
 
 _WHOLE_EVENT_NAMES = frozenset({names.EVENT_CHOICE, names.EVENT_INFERENCE_DETAILS})
 

@@ -17,7 +17,8 @@ from operator import itemgetter
 from typing import Iterable
 
 from ..wire import names
-from .records import Block, DecodedSpan, RequestRecord, SpanEvent, ToolDefinition
+from .otlp.model import DecodedSpan, SpanEvent
+from .record import Block, RequestRecord, ToolDefinition
 from .system_prompt import legacy_messages, system_prompt_text
 
 SHA256_HEX_LENGTH = 64

@@ -19,10 +19,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from . import metrics as outcomes
 from .auth import AUTHORIZATION, authorized
-from .decode import MalformedPayload
 from .ingest import ENCODING_PROTOBUF, Ingest
-from .sink import Backpressure
 from .logsafe import describe_store_error
+from .otlp import MalformedPayload
+from .sink import Backpressure
 from .store.base import StoreError
 
 logger = logging.getLogger(__name__)

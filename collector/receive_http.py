@@ -27,10 +27,10 @@ from starlette.routing import Route
 
 from . import metrics as outcomes
 from .auth import authorized
-from .decode import MalformedPayload
 from .ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
-from .sink import Backpressure
 from .logsafe import describe_store_error
+from .otlp import MalformedPayload
+from .sink import Backpressure
 from .store.base import StoreError
 
 logger = logging.getLogger(__name__)

@@ -31,8 +31,9 @@ import pyarrow as pa
 
 from ..wire import names
 from .columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
-from .otel_strings import otel_attribute_string
-from .records import Block, DecodedLogRecord, DecodedSpan, GenAIEvent, RequestRecord, ToolDefinition
+from .otlp.attribute_text import otel_attribute_string
+from .otlp.model import DecodedLogRecord, DecodedSpan
+from .record import Block, GenAIEvent, RequestRecord, ToolDefinition
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 

@@ -28,10 +28,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .convert import ConvertedExport
-from .records import IngestBatch
+from .logsafe import describe_exception, describe_store_error
+from .otlp.model import DecodedLogRecord, DecodedSpan
+from .record import GenAIEvent, RequestRecord
 from .rows import ContentKey, TableSet, build_tables, merge_tables
 from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
-from .logsafe import describe_exception, describe_store_error
 from .store.base import Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -75,6 +76,24 @@ BACKPRESSURE_RETRY_AFTER_SECONDS = 5.0
 SPAN_OVERHEAD_BYTES = 1024
 # Per-log-record overhead likewise: ids, resource and scope, attribute map.
 LOG_RECORD_OVERHEAD_BYTES = 512
+
+
+@dataclass(slots=True)
+class IngestBatch:
+    """What one accepted OTLP export hands to the sink.
+
+    ``dedup_token`` identifies the export payload (sha256 of its bytes): the
+    same batch re-sent after a timeout carries the same token and must not
+    create duplicate rows. A traces export fills ``spans`` and ``records``, a
+    logs export ``genai_events`` and ``log_records`` (the rest).
+    """
+
+    spans: list[DecodedSpan]
+    records: list[RequestRecord]
+    dedup_token: str
+    unmapped_reasons: dict[str, int] = field(default_factory=dict)  # counts for /metrics
+    genai_events: list[GenAIEvent] = field(default_factory=list)
+    log_records: list[DecodedLogRecord] = field(default_factory=list)
 
 
 class Backpressure(Exception):

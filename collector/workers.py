@@ -34,8 +34,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from .convert import ConvertedExport, convert, from_wire, to_wire
-from .decode import MalformedPayload
 from .logsafe import describe_exception
+from .otlp import MalformedPayload
 from .sink import Backpressure
 from .store.base import StoreError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from promptprism.collector.records import DecodedSpan, SpanEvent
+from promptprism.collector.otlp.model import DecodedSpan, SpanEvent
 from promptprism.wire import names
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from promptprism.collector.records import Block, RequestRecord, ToolDefinition
+from promptprism.collector.record import Block, RequestRecord, ToolDefinition
 
 # Recent, whole minute: stored rows must be younger than the tables' TTL, or
 # ClickHouse drops their partition on the next merge.

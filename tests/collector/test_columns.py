@@ -13,7 +13,7 @@ from promptprism.collector.columns import (
     strings,
     unsigned_array,
 )
-from promptprism.collector.rows import otel_attribute_string
+from promptprism.collector.otlp.attribute_text import otel_attribute_string
 
 
 def test_unsigned_array_fast_path_and_lenient_fallback():

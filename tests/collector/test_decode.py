@@ -12,7 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from promptprism.collector.decode import MalformedPayload, decode_json, decode_protobuf, parse_protobuf
+from promptprism.collector.otlp import MalformedPayload
+from promptprism.collector.otlp.traces import decode_json, decode_protobuf, parse_protobuf
 from promptprism.wire import names
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736

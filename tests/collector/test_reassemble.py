@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.reassemble import reassemble, stringify
-from promptprism.collector.records import Block, SpanEvent
+from promptprism.collector.record import Block
 from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes, sha

@@ -16,8 +16,8 @@ import pytest
 
 from promptprism.collector import reads
 from promptprism.collector.reassemble import reassemble
-from promptprism.collector.records import IngestBatch
 from promptprism.collector.rows import build_tables, content_sha256
+from promptprism.collector.sink import IngestBatch
 from promptprism.collector.sink import open_sink
 from promptprism.wire import names
 

@@ -7,8 +7,9 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
+from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.reassemble import reassemble
-from promptprism.collector.records import Block, RequestRecord, SpanEvent
+from promptprism.collector.record import Block, RequestRecord
 from promptprism.collector.rows import (
     TABLES,
     blocks_table,

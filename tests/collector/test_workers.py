@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from promptprism.collector.convert import KIND_LOGS, KIND_TRACES, convert
-from promptprism.collector.decode import MalformedPayload
+from promptprism.collector.otlp import MalformedPayload
 from promptprism.collector.sink import Backpressure
 from promptprism.collector.workers import ConversionPool, shared_pool
 

@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind
 
-from promptprism.collector.records import RequestRecord
+from promptprism.collector.record import RequestRecord
 from promptprism.wire import names
 
 

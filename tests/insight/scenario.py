@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 
-from promptprism.collector.records import Block, RequestRecord
+from promptprism.collector.record import Block, RequestRecord
 
 DAY_NS = 86_400 * 10**9
 SERVICE = "support-bot"

@@ -9,8 +9,8 @@ import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from promptprism.collector.decode import MalformedPayload
-from promptprism.collector.decode_logs import decode_json, decode_protobuf, parse_protobuf
+from promptprism.collector.otlp import MalformedPayload
+from promptprism.collector.otlp.logs import decode_json, decode_protobuf, parse_protobuf
 from promptprism.wire import names
 
 from .samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from promptprism.collector.decode_logs import decode_protobuf
 from promptprism.collector.log_join import event_keys, join_events, needs_events, span_content
 from promptprism.collector.logs import split_logs
+from promptprism.collector.otlp.logs import decode_protobuf
+from promptprism.collector.otlp.model import DecodedSpan
 from promptprism.collector.reassemble import build_record
-from promptprism.collector.records import DecodedSpan
 from promptprism.wire import names
 
 from .samples import (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from promptprism.collector.decode_logs import decode_protobuf
 from promptprism.collector.logs import is_genai_content_event, split_logs
-from promptprism.collector.records import IngestBatch
+from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.rows import build_tables, merge_tables
+from promptprism.collector.sink import IngestBatch
 from promptprism.collector.sink import open_sink
 from promptprism.wire import names
 

@@ -1,9 +1,11 @@
 """What flows from reassembly to the store: one ``RequestRecord`` per LLM request.
 
-Pure data, no I/O. ``reassemble`` builds these from decoded OTLP spans,
-``rows`` turns them into table columns, and the store writes the columns.
-Field names follow the ``requests`` table columns (``store/schema``) so the
-mapping stays obvious.
+Pure data, no I/O, imported by every stage that handles a request record
+(``write``, ``read``, ``store``); it imports nothing of the collector.
+``write.reassemble`` builds these from decoded OTLP spans, ``write.rows``
+turns them into table columns, and the store writes the columns. Field names
+follow the ``requests`` table columns (``store/schema``) so the mapping stays
+obvious. ``GenAIEvent`` is the stored form of a GenAI content log event.
 """
 
 from __future__ import annotations
@@ -112,74 +114,6 @@ class RequestRecord:
 
 
 @dataclass(slots=True)
-class SpanEvent:
-    time_ns: int
-    name: str
-    attributes: dict[str, object]  # typed values as decoded (str, int, float, bool, list, dict)
-
-
-@dataclass(slots=True)
-class SpanLink:
-    trace_id: str
-    span_id: str
-    trace_state: str
-    attributes: dict[str, object]
-
-
-@dataclass(slots=True)
-class DecodedSpan:
-    """One OTLP span, decoded, with its resource and scope. Every span becomes
-    an ``otel_traces`` row; those that are LLM requests also become a
-    ``RequestRecord``."""
-
-    trace_id: str  # 32 lowercase hex
-    span_id: str  # 16 lowercase hex
-    parent_span_id: str
-    trace_state: str
-    name: str
-    kind: str  # otel_traces spelling: "Internal", "Server", "Client", "Producer", "Consumer", "Unspecified"
-    start_time_ns: int
-    end_time_ns: int
-    status_code: str  # "Unset" | "Ok" | "Error"
-    status_message: str
-    service: str
-    resource_attributes: dict[str, object]
-    scope_name: str
-    scope_version: str
-    attributes: dict[str, object]
-    events: list[SpanEvent]
-    links: list[SpanLink]
-    dropped_events_count: int = 0
-    dropped_attributes_count: int = 0
-
-
-@dataclass(slots=True)
-class DecodedLogRecord:
-    """One OTLP log record, decoded, with its resource and scope. GenAI
-    content events become ``genai_events`` rows; every other record an
-    ``otel_logs`` row."""
-
-    time_ns: int  # the record's time, or its observed time when the sender left it 0
-    observed_time_ns: int
-    trace_id: str  # 32 lowercase hex, or "" without trace context
-    span_id: str  # 16 lowercase hex, or ""
-    flags: int
-    severity_number: int
-    severity_text: str
-    event_name: str  # the OTLP field, else the older `event.name` attribute
-    body: object  # typed value as decoded (str, int, float, bool, bytes, list, dict, None)
-    attributes: dict[str, object]
-    service: str
-    resource_attributes: dict[str, object]
-    resource_schema_url: str
-    scope_name: str
-    scope_version: str
-    scope_attributes: dict[str, object]
-    scope_schema_url: str
-    sequence: int = 0  # position in its export: orders records with equal timestamps
-
-
-@dataclass(slots=True)
 class GenAIEvent:
     """A GenAI content event (``gen_ai.*.message``, ``gen_ai.choice``,
     ``gen_ai.client.inference.operation.details``), kept for the read side to
@@ -196,21 +130,3 @@ class GenAIEvent:
     body_json: str
     attributes_json: str
     record_sha256: str  # identity of the record: a re-sent copy collapses onto it
-
-
-@dataclass(slots=True)
-class IngestBatch:
-    """What one accepted OTLP export hands to the sink.
-
-    ``dedup_token`` identifies the export payload (sha256 of its bytes): the
-    same batch re-sent after a timeout carries the same token and must not
-    create duplicate rows. A traces export fills ``spans`` and ``records``, a
-    logs export ``genai_events`` and ``log_records`` (the rest).
-    """
-
-    spans: list[DecodedSpan]
-    records: list[RequestRecord]
-    dedup_token: str
-    unmapped_reasons: dict[str, int] = field(default_factory=dict)  # counts for /metrics
-    genai_events: list[GenAIEvent] = field(default_factory=list)
-    log_records: list[DecodedLogRecord] = field(default_factory=list)

@@ -1,10 +1,11 @@
 """OTLP log payloads (protobuf or OTLP/JSON) → ``DecodedLogRecord`` objects.
 
-Pure conversion, no I/O, the logs twin of ``decode``: a payload that is not
-OTLP at all raises ``MalformedPayload`` (gRPC INVALID_ARGUMENT / HTTP 400);
-a record that is OTLP but unusable (a trace or span id of the wrong length)
-is left out and counted, so the receiver answers with OTLP partial success
-(``rejected_log_records``) instead of rejecting its neighbours.
+Pure conversion, no I/O, the logs twin of ``traces`` (both parse with
+``_parse``): a payload that is not OTLP at all raises ``MalformedPayload``
+(gRPC INVALID_ARGUMENT / HTTP 400); a record that is OTLP but unusable (a
+trace or span id of the wrong length) is left out and counted, so the
+receiver answers with OTLP partial success (``rejected_log_records``)
+instead of rejecting its neighbours.
 
 Unlike a span, a log record needs no trace context: empty (or all-zero) ids
 mean "not inside a span" and are kept as "".
@@ -17,25 +18,25 @@ from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from ..wire import names
-from .decode import (
+from ...wire import names
+from ._parse import (
     MAX_REJECTION_DETAILS,
     MAX_TIME_NS,
-    MalformedPayload,
     SERVICE_NAME,
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    MalformedPayload,
+    decode_attributes,
+    decode_value,
     hex_ids_to_base64,
+    json_items,
     load_json_object,
     parse_json_document,
     parse_protobuf_request,
     rejection_message,
 )
-from .decode import _attributes as decode_attributes  # the shared hot-loop walk over KeyValues
-from .decode import _items as json_items
-from .decode import _value as decode_value
-from .records import DecodedLogRecord
+from .model import DecodedLogRecord
 
-TRACE_ID_BYTES = 16
-SPAN_ID_BYTES = 8
 # What a hex id that is not hex becomes in OTLP/JSON: one byte, a length no
 # id has, so the record is rejected instead of silently losing its context.
 _UNPARSEABLE_ID = base64.b64encode(b"\x00").decode("ascii")

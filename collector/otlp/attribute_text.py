@@ -2,8 +2,8 @@
 exporter writes them (pdata ``Value.AsString``: Go's encoding/json for
 arrays, maps and floats). Pure.
 
-Split from ``rows`` so the column layout and the Go spelling of values each
-stay readable on their own; ``rows`` re-exports ``otel_attribute_string``.
+Kept apart from ``write.rows`` so the column layout and the Go spelling of
+values each stay readable on their own.
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""Decoded OTLP: spans and log records as plain data, before any promptprism meaning.
+
+Pure data, no I/O. ``traces`` and ``logs`` build these from OTLP payloads;
+the write path turns them into request records and table rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class SpanEvent:
+    time_ns: int
+    name: str
+    attributes: dict[str, object]  # typed values as decoded (str, int, float, bool, list, dict)
+
+
+@dataclass(slots=True)
+class SpanLink:
+    trace_id: str
+    span_id: str
+    trace_state: str
+    attributes: dict[str, object]
+
+
+@dataclass(slots=True)
+class DecodedSpan:
+    """One OTLP span, decoded, with its resource and scope. Every span becomes
+    an ``otel_traces`` row; those that are LLM requests also become a
+    ``RequestRecord``."""
+
+    trace_id: str  # 32 lowercase hex
+    span_id: str  # 16 lowercase hex
+    parent_span_id: str
+    trace_state: str
+    name: str
+    kind: str  # otel_traces spelling: "Internal", "Server", "Client", "Producer", "Consumer", "Unspecified"
+    start_time_ns: int
+    end_time_ns: int
+    status_code: str  # "Unset" | "Ok" | "Error"
+    status_message: str
+    service: str
+    resource_attributes: dict[str, object]
+    scope_name: str
+    scope_version: str
+    attributes: dict[str, object]
+    events: list[SpanEvent]
+    links: list[SpanLink]
+    dropped_events_count: int = 0
+    dropped_attributes_count: int = 0
+
+
+@dataclass(slots=True)
+class DecodedLogRecord:
+    """One OTLP log record, decoded, with its resource and scope. GenAI
+    content events become ``genai_events`` rows; every other record an
+    ``otel_logs`` row."""
+
+    time_ns: int  # the record's time, or its observed time when the sender left it 0
+    observed_time_ns: int
+    trace_id: str  # 32 lowercase hex, or "" without trace context
+    span_id: str  # 16 lowercase hex, or ""
+    flags: int
+    severity_number: int
+    severity_text: str
+    event_name: str  # the OTLP field, else the older `event.name` attribute
+    body: object  # typed value as decoded (str, int, float, bool, bytes, list, dict, None)
+    attributes: dict[str, object]
+    service: str
+    resource_attributes: dict[str, object]
+    resource_schema_url: str
+    scope_name: str
+    scope_version: str
+    scope_attributes: dict[str, object]
+    scope_schema_url: str
+    sequence: int = 0  # position in its export: orders records with equal timestamps

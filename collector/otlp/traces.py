@@ -1,0 +1,146 @@
+"""OTLP trace payloads (protobuf or OTLP/JSON) → ``DecodedSpan`` objects.
+
+Pure conversion, no I/O. A payload that is not OTLP at all raises
+``MalformedPayload`` (gRPC INVALID_ARGUMENT / HTTP 400); a span that is OTLP
+but unusable (an invalid trace or span id) is left out and counted, so the
+receiver can answer with OTLP partial success instead of rejecting its
+neighbours. Parsing and the hot attribute walk are shared with ``logs``
+(``_parse``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ._parse import (
+    MAX_REJECTION_DETAILS,
+    MAX_TIME_NS,
+    SERVICE_NAME,
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    MalformedPayload,
+    decode_attributes,
+    hex_ids_to_base64,
+    json_items,
+    load_json_object,
+    parse_json_document,
+    parse_protobuf_request,
+    rejection_message,
+)
+from .model import DecodedSpan, SpanEvent, SpanLink
+
+# otel_traces spellings of the OTLP enums (OpenTelemetry Collector ClickHouse exporter).
+SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
+STATUS_CODES = ("Unset", "Ok", "Error")
+
+
+@dataclass(slots=True)
+class DecodeResult:
+    spans: list[DecodedSpan]
+    rejected_spans: int = 0
+    rejection_details: list[str] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str:
+        return rejection_message(self.rejected_spans, self.rejection_details, "span(s)")
+
+
+# --- parsing ---------------------------------------------------------------
+
+
+def parse_protobuf(payload: bytes) -> ExportTraceServiceRequest:
+    return parse_protobuf_request(payload, ExportTraceServiceRequest)
+
+
+def parse_json(payload: bytes) -> ExportTraceServiceRequest:
+    """OTLP/JSON: proto3 JSON mapping, except that trace and span ids are hex
+    (not base64) and enums are integers. Keys may be lowerCamelCase or the
+    proto field names; unknown keys are ignored (OTLP spec)."""
+    document = load_json_object(payload)
+    for resource_spans in json_items(document, "resourceSpans", "resource_spans"):
+        for scope_spans in json_items(resource_spans, "scopeSpans", "scope_spans"):
+            for span in json_items(scope_spans, "spans", "spans"):
+                # Not hex → empty: a span must have ids, so validation rejects it.
+                hex_ids_to_base64(span, _ID_KEYS, "")
+                for link in json_items(span, "links", "links"):
+                    hex_ids_to_base64(link, _ID_KEYS, "")
+    return parse_json_document(document, ExportTraceServiceRequest)
+
+
+_ID_KEYS = (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"))
+
+
+def _id_problem(trace_id: bytes, span_id: bytes, parent_span_id: bytes) -> str:
+    if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
+        return f"invalid trace_id {trace_id.hex()!r} (need {TRACE_ID_BYTES} bytes, not all zero)"
+    if len(span_id) != SPAN_ID_BYTES or not any(span_id):
+        return f"invalid span_id {span_id.hex()!r} (need {SPAN_ID_BYTES} bytes, not all zero)"
+    if parent_span_id and len(parent_span_id) != SPAN_ID_BYTES:
+        return f"invalid parent_span_id {parent_span_id.hex()!r}"
+    return ""
+
+
+def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
+    result = DecodeResult(spans=[])
+    spans = result.spans
+    for resource_spans in request.resource_spans:
+        resource_attributes = decode_attributes(resource_spans.resource.attributes)
+        service = resource_attributes.get(SERVICE_NAME)
+        service = service if isinstance(service, str) else ""
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope
+            scope_name, scope_version = scope.name, scope.version
+            for span in scope_spans.spans:
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                problem = _id_problem(trace_id, span_id, parent)
+                if problem:
+                    result.rejected_spans += 1
+                    if len(result.rejection_details) < MAX_REJECTION_DETAILS:
+                        result.rejection_details.append(f"span {span.name!r}: {problem}")
+                    continue
+                status = span.status
+                kind = span.kind
+                spans.append(DecodedSpan(
+                    trace_id=trace_id.hex(),
+                    span_id=span_id.hex(),
+                    parent_span_id=parent.hex(),
+                    trace_state=span.trace_state,
+                    name=span.name,
+                    kind=SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else SPAN_KINDS[0],
+                    start_time_ns=min(span.start_time_unix_nano, MAX_TIME_NS),
+                    end_time_ns=min(span.end_time_unix_nano, MAX_TIME_NS),
+                    status_code=STATUS_CODES[status.code] if 0 <= status.code < len(STATUS_CODES) else STATUS_CODES[0],
+                    status_message=status.message,
+                    service=service,
+                    resource_attributes=resource_attributes,  # shared by the resource's spans; read-only
+                    scope_name=scope_name,
+                    scope_version=scope_version,
+                    attributes=decode_attributes(span.attributes),
+                    events=[SpanEvent(min(event.time_unix_nano, MAX_TIME_NS), event.name,
+                                      decode_attributes(event.attributes)) for event in span.events],
+                    links=[SpanLink(link.trace_id.hex(), link.span_id.hex(), link.trace_state,
+                                    decode_attributes(link.attributes)) for link in span.links],
+                    dropped_events_count=span.dropped_events_count,
+                    dropped_attributes_count=span.dropped_attributes_count,
+                ))
+    return result
+
+
+def decode_protobuf(payload: bytes) -> DecodeResult:
+    return decode_request(parse_protobuf(payload))
+
+
+def decode_json(payload: bytes) -> DecodeResult:
+    return decode_request(parse_json(payload))
+
+
+def count_spans(request: ExportTraceServiceRequest) -> int:
+    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+
+
+__all__ = [
+    "DecodeResult", "MalformedPayload", "parse_protobuf", "parse_json", "decode_request",
+    "decode_protobuf", "decode_json", "count_spans",
+]
