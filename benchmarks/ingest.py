@@ -36,7 +36,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from promptprism.collector.otlp.traces import decode_protobuf
-from promptprism.collector.reassemble import reassemble
+from promptprism.collector.write.reassemble import reassemble
 from promptprism.wire import names
 
 SPANS_PER_BATCH = 512
@@ -158,7 +158,7 @@ def decode_handler(payload: bytes, context) -> ExportTraceServiceResponse:
 
 def stages(payload: bytes, repeats: int = 3) -> None:
     """Milliseconds per stage for one export, best of ``repeats``, one thread."""
-    from promptprism.collector import rows
+    from promptprism.collector.write import rows
     from promptprism.collector.otlp.traces import decode_request, parse_protobuf
     from promptprism.collector.store import open_store
 

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from . import reads
-from .logsafe import describe_store_error
+from ._logsafe import describe_store_error
 from .store.base import Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)

@@ -29,11 +29,11 @@ from starlette.routing import Route
 
 from .auth import authorized
 from .config import CollectorConfig
-from .ingest import Ingest
 from .metrics import Metrics
 from .receive_grpc import GrpcReceiver
 from .receive_http import traces_app
 from .store import open_store
+from .write.ingest import Ingest
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class Collector:
         self.ui: ServerThread | None = None
 
     def start(self) -> "Collector":
-        from .sink import open_sink
+        from .write.sink import open_sink
 
         config = self.config
         tls = {"ssl_certfile": config.tls_cert_file, "ssl_keyfile": config.tls_key_file}
@@ -196,7 +196,7 @@ class Collector:
         """The process-wide pool of ``ingest_workers`` processes, started now; None for in-process conversion."""
         if not self.config.ingest_workers:
             return None
-        from .workers import shared_pool
+        from .write.workers import shared_pool
 
         pool = shared_pool(self.config.ingest_workers)
         pool.start()

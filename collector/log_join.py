@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from ..wire import names
 from .otlp.model import DecodedSpan
-from .reassemble import build_record
+from .write.reassemble import build_record
 
 CONTENT_COLUMNS = ("system_instructions", "input_messages", "output_messages")
 _CONTENT_ATTRIBUTES = {

@@ -18,12 +18,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import metrics as outcomes
+from ._logsafe import describe_store_error
 from .auth import AUTHORIZATION, authorized
-from .ingest import ENCODING_PROTOBUF, Ingest
-from .logsafe import describe_store_error
 from .otlp import MalformedPayload
-from .sink import Backpressure
 from .store.base import StoreError
+from .write.ingest import ENCODING_PROTOBUF, Ingest
+from .write.sink import Backpressure
 
 logger = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import metrics as outcomes
+from ._logsafe import describe_store_error
 from .auth import authorized
-from .ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
-from .logsafe import describe_store_error
 from .otlp import MalformedPayload
-from .sink import Backpressure
 from .store.base import StoreError
+from .write.ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
+from .write.sink import Backpressure
 
 logger = logging.getLogger(__name__)
 

@@ -132,7 +132,7 @@ def build_record(
 
 def write(store, records: list[RequestRecord]) -> None:
     """Store records the way the sink does: the write path's own tables, one insert per table."""
-    from promptprism.collector.rows import build_tables
+    from promptprism.collector.write.rows import build_tables
 
     for name, table in build_tables([], records).non_empty():
         store.insert(name, table)

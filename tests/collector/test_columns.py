@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from promptprism.collector.columns import (
+from promptprism.collector.otlp.attribute_text import otel_attribute_string
+from promptprism.collector.write._columns import (
     STRING_MAP,
     MapColumn,
     list_array,
@@ -13,7 +14,6 @@ from promptprism.collector.columns import (
     strings,
     unsigned_array,
 )
-from promptprism.collector.otlp.attribute_text import otel_attribute_string
 
 
 def test_unsigned_array_fast_path_and_lenient_fallback():

@@ -160,7 +160,7 @@ def test_empty_payloads_are_valid_and_empty():
 
 def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
     """fixed64 times reach 2**64 - 1; DateTime64(9) and Arrow's ns timestamps stop at 2**63 - 1."""
-    from promptprism.collector.convert import convert_traces
+    from promptprism.collector.write.convert import convert_traces
 
     too_late = str(2**64 - 1)
     payload = otlp_json({"startTimeUnixNano": too_late, "endTimeUnixNano": too_late,

@@ -1,6 +1,6 @@
 """Failure descriptions keep what an operator needs and drop message text."""
 
-from promptprism.collector.logsafe import describe_exception, describe_store_error
+from promptprism.collector._logsafe import describe_exception, describe_store_error
 from promptprism.collector.store.base import StoreError, StoreUnavailable
 
 SECRET = "You are Juniper, the user's password is hunter2"

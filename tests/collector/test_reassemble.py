@@ -7,8 +7,8 @@ import json
 import pytest
 
 from promptprism.collector.otlp.model import SpanEvent
-from promptprism.collector.reassemble import reassemble, stringify
 from promptprism.collector.record import Block
+from promptprism.collector.write.reassemble import reassemble, stringify
 from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes, sha
@@ -291,7 +291,7 @@ def test_stringify_follows_otel_traces_conventions():
 def test_system_text_with_a_lone_surrogate_escape_gives_no_block_and_the_batch_still_lays_out():
     """JSON text may escape half a character (``\\ud800``): no UTF-8 bytes to
     measure or store, so no whole-prompt block, and the neighbours' rows are built."""
-    from promptprism.collector.rows import build_tables
+    from promptprism.collector.write.rows import build_tables
 
     broken = other_span(**{names.GEN_AI_SYSTEM_INSTRUCTIONS: '[{"type": "text", "content": "a\\ud800b"}]'})
     fine = decoded_span(dict(other_span(**{names.GEN_AI_SYSTEM_INSTRUCTIONS: SYSTEM}).attributes), span_id="00f067aa0ba902b8")

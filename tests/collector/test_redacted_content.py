@@ -15,10 +15,10 @@ import time
 import pytest
 
 from promptprism.collector import reads
-from promptprism.collector.reassemble import reassemble
-from promptprism.collector.rows import build_tables, content_sha256
-from promptprism.collector.sink import IngestBatch
-from promptprism.collector.sink import open_sink
+from promptprism.collector.write.reassemble import reassemble
+from promptprism.collector.write.rows import build_tables, content_sha256
+from promptprism.collector.write.sink import IngestBatch
+from promptprism.collector.write.sink import open_sink
 from promptprism.wire import names
 
 from .prompt_spans import block_events, decoded_span, prompt_attributes, sha

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 from promptprism.collector.otlp.model import SpanEvent
-from promptprism.collector.reassemble import reassemble
 from promptprism.collector.record import Block, RequestRecord
-from promptprism.collector.rows import (
+from promptprism.collector.write.reassemble import reassemble
+from promptprism.collector.write.rows import (
     TABLES,
     blocks_table,
     build_tables,

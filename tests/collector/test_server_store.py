@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 
 from promptprism.collector import reads
-from promptprism.collector.rows import build_tables
-from promptprism.collector.sink import open_sink
 from promptprism.collector.store import open_store
 from promptprism.collector.store.base import StoreError, StoreUnavailable
 from promptprism.collector.store.migrations import migrate
 from promptprism.collector.store.server import ServerStore, parse_url
+from promptprism.collector.write.rows import build_tables
+from promptprism.collector.write.sink import open_sink
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from promptprism.collector.sink import Backpressure, open_sink
 from promptprism.collector.store.base import StoreError
+from promptprism.collector.write.sink import Backpressure, open_sink
 
 from .write_path_samples import make_batch
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from promptprism.collector.rows import build_tables
-from promptprism.collector.spool import MAGIC, Spool, SpoolCorrupt, SpooledGroup, SpoolFull, decode, encode
+from promptprism.collector.write.rows import build_tables
+from promptprism.collector.write.spool import MAGIC, Spool, SpoolCorrupt, SpooledGroup, SpoolFull, decode, encode
 
 from .write_path_samples import BASE_NS, make_batch
 

@@ -14,10 +14,10 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from promptprism.collector.convert import KIND_LOGS, KIND_TRACES, convert
 from promptprism.collector.otlp import MalformedPayload
-from promptprism.collector.sink import Backpressure
-from promptprism.collector.workers import ConversionPool, shared_pool
+from promptprism.collector.write.convert import KIND_LOGS, KIND_TRACES, convert
+from promptprism.collector.write.sink import Backpressure
+from promptprism.collector.write.workers import ConversionPool, shared_pool
 
 from logs.samples import logs_payload  # tests/ is on sys.path (rootdir conftest)
 from .collector_harness import count_rows, running_collector

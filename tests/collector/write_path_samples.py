@@ -10,7 +10,7 @@ import hashlib
 
 from promptprism.collector.otlp.model import DecodedSpan, SpanEvent, SpanLink
 from promptprism.collector.record import Block, RequestRecord, ToolDefinition
-from promptprism.collector.sink import IngestBatch
+from promptprism.collector.write.sink import IngestBatch
 
 # 2026-03-02 10:00:00 UTC, for the pure (no store) tests. Tests that write
 # to a store use a recent time: rows older than the retention are dropped by

@@ -11,7 +11,7 @@ from . import scenario
 
 
 def write_records(store, records, *, genai_events=()) -> None:
-    from promptprism.collector.rows import build_tables
+    from promptprism.collector.write.rows import build_tables
 
     for table, columns in build_tables([], records, genai_events=genai_events).non_empty():
         store.insert(table, columns)

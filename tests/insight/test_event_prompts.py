@@ -22,10 +22,10 @@ from promptprism.collector import reads
 from promptprism.collector.insight import report
 from promptprism.collector.insight.queries import QUERIES, STORE
 from promptprism.collector.insight.report import Filters, Window
-from promptprism.collector.logs import split_logs
 from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.otlp.model import DecodedSpan
-from promptprism.collector.reassemble import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, build_record
+from promptprism.collector.write.genai_events import split_logs
+from promptprism.collector.write.reassemble import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, build_record
 from promptprism.wire import names
 
 from logs.samples import OPENAI_V2_EVENTS, OPENAI_V2_SPAN_INPUT, OPENAI_V2_SPAN_OUTPUT, SYSTEM_PROMPT, \

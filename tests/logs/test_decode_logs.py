@@ -99,7 +99,7 @@ def test_malformed_payloads_raise(payload, decode):
 
 
 def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
-    from promptprism.collector.convert import convert_logs
+    from promptprism.collector.write.convert import convert_logs
 
     request = parse_protobuf(logs_payload())
     for resource in request.resource_logs:

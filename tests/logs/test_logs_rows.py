@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from promptprism.collector.logs import is_genai_content_event, split_logs
 from promptprism.collector.otlp.logs import decode_protobuf
-from promptprism.collector.rows import build_tables, merge_tables
-from promptprism.collector.sink import IngestBatch
-from promptprism.collector.sink import open_sink
+from promptprism.collector.write.genai_events import is_genai_content_event, split_logs
+from promptprism.collector.write.rows import build_tables, merge_tables
+from promptprism.collector.write.sink import IngestBatch
+from promptprism.collector.write.sink import open_sink
 from promptprism.wire import names
 
 from .samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload

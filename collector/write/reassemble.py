@@ -16,10 +16,10 @@ import json
 from operator import itemgetter
 from typing import Iterable
 
-from ..wire import names
-from .otlp.model import DecodedSpan, SpanEvent
-from .record import Block, RequestRecord, ToolDefinition
-from .system_prompt import legacy_messages, system_prompt_text
+from ...wire import names
+from ..conventions.system_prompt import legacy_messages, system_prompt_text
+from ..otlp.model import DecodedSpan, SpanEvent
+from ..record import Block, RequestRecord, ToolDefinition
 
 SHA256_HEX_LENGTH = 64
 # `text.strip(_HEX_DIGITS)` is empty exactly when every character is a

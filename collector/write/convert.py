@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .logs import split_logs
-from .otlp import logs as otlp_logs
-from .otlp.traces import decode_json, decode_protobuf
+from ..otlp import logs as otlp_logs
+from ..otlp.traces import decode_json, decode_protobuf
+from .genai_events import split_logs
 from .reassemble import reassemble
 from .rows import TableSet, build_tables
 

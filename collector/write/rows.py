@@ -29,11 +29,11 @@ from typing import Any, Callable, Collection, Iterable
 
 import pyarrow as pa
 
-from ..wire import names
-from .columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
-from .otlp.attribute_text import otel_attribute_string
-from .otlp.model import DecodedLogRecord, DecodedSpan
-from .record import Block, GenAIEvent, RequestRecord, ToolDefinition
+from ...wire import names
+from ..otlp.attribute_text import otel_attribute_string
+from ..otlp.model import DecodedLogRecord, DecodedSpan
+from ..record import Block, GenAIEvent, RequestRecord, ToolDefinition
+from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 

@@ -18,10 +18,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..wire import names
-from .otlp.model import DecodedLogRecord
+from ...wire import names
+from ..otlp.model import DecodedLogRecord
+from ..record import GenAIEvent
 from .reassemble import to_json
-from .record import GenAIEvent
 
 _WHOLE_EVENT_NAMES = frozenset({names.EVENT_CHOICE, names.EVENT_INFERENCE_DETAILS})
 

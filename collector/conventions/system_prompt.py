@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from ..wire import names
+from ...wire import names
 
 SYSTEM_ROLES = ("system", "developer")  # OpenAI renamed system to developer for o-series models
 # Messages are joined into one prompt text the way chat templates separate them.

@@ -21,23 +21,18 @@ own. The outcome classes map onto SPEC §4's status codes:
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
+from .._logsafe import RateLimitedLog, describe_exception
+from ..metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
+from ..otlp import MalformedPayload
+from ..store.base import StoreError
 from .convert import ENCODING_JSON, ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, LOGS_TOKEN_PREFIX, ConvertedExport
 from .convert import convert as convert_in_process
-from .logsafe import describe_exception
-from .metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
-from .otlp import MalformedPayload
-from .store.base import StoreError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "LOGS_TOKEN_PREFIX", "ExportOutcome", "Ingest", "LogsExportOutcome"]
-
-# Warnings about bad payloads are logged at most once per this many seconds:
-# a misconfigured client sending garbage in a loop must not flood the log.
-WARNING_INTERVAL_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,34 +49,14 @@ class LogsExportOutcome:
     error_message: str
 
 
-class RateLimitedLog:
-    """Log a warning at most once per interval; count the ones suppressed."""
-
-    def __init__(self, interval_seconds: float = WARNING_INTERVAL_SECONDS):
-        self.interval_seconds = interval_seconds
-        self._next = 0.0
-        self.suppressed = 0
-
-    def warning(self, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now < self._next:
-            self.suppressed += 1
-            return
-        self._next = now + self.interval_seconds
-        if self.suppressed:
-            message += f" ({self.suppressed} similar warnings suppressed)"
-            self.suppressed = 0
-        logger.warning(message, *args)
-
-
 class Ingest:
     def __init__(self, sink, metrics: Metrics, pool=None):
-        """``sink``: ``collector.sink.Sink`` (or anything with its ``accept``);
+        """``sink``: ``sink.Sink`` (or anything with its ``accept``);
         ``pool``: a ``workers.ConversionPool``, or None to convert in the calling thread."""
         self.sink = sink
         self.metrics = metrics
         self.pool = pool
-        self.bad_payloads = RateLimitedLog()
+        self.bad_payloads = RateLimitedLog(logger)
 
     def export(self, payload: bytes, encoding: str, transport: str) -> ExportOutcome:
         """Convert and hand to the sink; returns once durable.

@@ -27,13 +27,13 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from .._logsafe import describe_exception, describe_store_error
+from ..otlp.model import DecodedLogRecord, DecodedSpan
+from ..record import GenAIEvent, RequestRecord
+from ..store.base import Store, StoreError, StoreUnavailable
 from .convert import ConvertedExport
-from .logsafe import describe_exception, describe_store_error
-from .otlp.model import DecodedLogRecord, DecodedSpan
-from .record import GenAIEvent, RequestRecord
 from .rows import ContentKey, TableSet, build_tables, merge_tables
 from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
-from .store.base import Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -4,18 +4,24 @@ Error messages are not safe to log as they are. ClickHouse quotes the
 offending input ("Cannot parse input … before: '<row data>'"), pyarrow quotes
 the value it could not convert, protobuf's JSON parser echoes field values —
 and rows, values and fields hold prompts. These helpers keep what an operator
-needs (which failure, where) and drop the message text.
+needs (which failure, where) and drop the message text; ``RateLimitedLog``
+keeps a client that sends garbage in a loop from flooding the log.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 import traceback
 
 _SERVER_CODE = re.compile(r"Code: (\d+)")
 _SERVER_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
 # Frames shown for an unexpected exception: enough to find the bug.
 TRACEBACK_FRAMES = 6
+# Warnings about bad payloads are logged at most once per this many seconds:
+# a misconfigured client sending garbage in a loop must not flood the log.
+WARNING_INTERVAL_SECONDS = 10.0
 
 
 def describe_store_error(error: BaseException) -> str:
@@ -39,3 +45,24 @@ def describe_exception(error: BaseException) -> str:
     where = " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.name}"
                         for frame in reversed(frames))
     return f"{type(error).__name__} at {where}" if where else type(error).__name__
+
+
+class RateLimitedLog:
+    """Log a warning at most once per interval; count the ones suppressed."""
+
+    def __init__(self, logger: logging.Logger, interval_seconds: float = WARNING_INTERVAL_SECONDS):
+        self.logger = logger
+        self.interval_seconds = interval_seconds
+        self._next = 0.0
+        self.suppressed = 0
+
+    def warning(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            self.suppressed += 1
+            return
+        self._next = now + self.interval_seconds
+        if self.suppressed:
+            message += f" ({self.suppressed} similar warnings suppressed)"
+            self.suppressed = 0
+        self.logger.warning(message, *args)

@@ -33,11 +33,11 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
+from .._logsafe import describe_exception
+from ..otlp import MalformedPayload
+from ..store.base import StoreError
 from .convert import ConvertedExport, convert, from_wire, to_wire
-from .logsafe import describe_exception
-from .otlp import MalformedPayload
 from .sink import Backpressure
-from .store.base import StoreError
 
 logger = logging.getLogger(__name__)
 
