@@ -15,7 +15,6 @@ it becomes an HttpOnly cookie and the URL is cleaned.
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
 import socket
 import threading
@@ -30,6 +29,9 @@ from starlette.routing import Route
 from .auth import authorized
 from .config import CollectorConfig
 from .metrics import Metrics
+from .read.api import api_routes
+from .read.insight.routes import insight_routes
+from .read.inspector import inspector_routes
 from .receive_grpc import GrpcReceiver
 from .receive_http import traces_app
 from .store import open_store
@@ -49,13 +51,6 @@ HTTP_GRACEFUL_SHUTDOWN_SECONDS = 10
 # collector every few events and rescan the live batches. A higher threshold
 # keeps collections, and memory, bounded while removing most of that work.
 GC_GENERATION0_THRESHOLD = 50_000
-# Read-side route factories, mounted when their module is in the checkout
-# (each lands separately; a missing one only means fewer pages).
-READ_SIDE_ROUTES = (
-    ("promptprism.collector.api", "api_routes"),
-    ("promptprism.collector.insight", "insight_routes"),
-    ("promptprism.collector.inspector", "inspector_routes"),
-)
 
 
 def tune_gc() -> None:
@@ -105,11 +100,8 @@ class ServerThread:
 
 
 def read_side_routes(store) -> list:
-    """The API, insight and inspector routes (imported here: they pull in Jinja2 and the views)."""
-    routes = []
-    for module_name, factory in READ_SIDE_ROUTES:
-        routes.extend(getattr(importlib.import_module(module_name), factory)(store))
-    return routes
+    """The JSON API, insight and inspector routes."""
+    return [*api_routes(store), *insight_routes(store), *inspector_routes(store)]
 
 
 class UiTokenGuard:

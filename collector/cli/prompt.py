@@ -16,7 +16,7 @@ import sys
 from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
-from ..formatting import byte_size, signed_byte_size, signed_count
+from ..read.formatting import byte_size, signed_byte_size, signed_count
 from . import CommandError
 from ._client import get_json
 

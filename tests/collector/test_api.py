@@ -7,7 +7,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from promptprism.collector.api import api_routes
+from promptprism.collector.read.api import api_routes
 
 from . import read_side_data as data
 

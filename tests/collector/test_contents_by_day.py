@@ -21,7 +21,7 @@ import uuid
 import httpx
 import pytest
 
-from promptprism.collector import reads
+from promptprism.collector.read import lookups
 from promptprism.collector.store.migrations import migrate
 from promptprism.collector.store.server import ServerStore
 
@@ -77,7 +77,7 @@ def _written_before_006(store) -> list:
 
 
 def _identity_text(store, request_id: str) -> str | None:
-    return reads.request(store, request_id)["prompt"]["blocks"][0]["content"]
+    return lookups.request(store, request_id)["prompt"]["blocks"][0]["content"]
 
 
 @pytest.fixture

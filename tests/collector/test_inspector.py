@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from promptprism.collector.inspector import presentation
+from promptprism.collector.read.inspector import presentation
 
 from . import read_side_data as data
 

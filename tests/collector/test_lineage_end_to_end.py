@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from promptprism.collector.cli import main as cli_main
-from promptprism.collector.insight import grafana as dashboard
-from promptprism.collector.insight.queries import GRAFANA, QUERIES
-from promptprism.collector.lineage import lineage_key
+from promptprism.collector.read.insight import grafana as dashboard
+from promptprism.collector.read.insight.queries import GRAFANA, QUERIES
+from promptprism.collector.read.lineage import lineage_key
 
 from grafana.macros import ALL, TimeRange, Variable, expand  # tests/ is on sys.path (rootdir conftest)
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from promptprism.collector import reads
+from promptprism.collector.read import lookups
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.collector.write.rows import build_tables, content_sha256
 from promptprism.collector.write.sink import IngestBatch
@@ -127,7 +127,7 @@ def test_same_original_text_redacted_by_one_service_and_not_by_another(store, tm
     finally:
         sink.close()
 
-    shown = reads.request(store, REDACTING)
+    shown = lookups.request(store, REDACTING)
     prompt = shown["prompt"]
     assert prompt["problems"] == [] and all(block["problems"] == [] for block in prompt["blocks"])
     credentials = prompt["blocks"][1]
@@ -138,7 +138,7 @@ def test_same_original_text_redacted_by_one_service_and_not_by_another(store, tm
     assert shown["tools"][0]["content"] == REDACTED_TOOL_TEXT and shown["tools"][0]["redacted"] is True
     assert SECRET_LINE not in str(shown) and "4242-4242" not in str(shown)
 
-    shown = reads.request(store, KEEPING)
+    shown = lookups.request(store, KEEPING)
     prompt = shown["prompt"]
     assert prompt["problems"] == [] and all(block["problems"] == [] for block in prompt["blocks"])
     assert prompt["blocks"][1]["content"] == SECRET_LINE and prompt["blocks"][1]["redacted"] is False
@@ -146,7 +146,7 @@ def test_same_original_text_redacted_by_one_service_and_not_by_another(store, tm
     assert shown["tools"][0]["content"] == TOOL_TEXT and shown["tools"][0]["redacted"] is False
 
     # The wire digests still match across the two, so a diff sees the same prompt.
-    diff = reads.diff(store, REDACTING, KEEPING)
+    diff = lookups.diff(store, REDACTING, KEEPING)
     assert diff["identical_prompt"] is True
 
 
@@ -154,7 +154,7 @@ def test_the_inspector_labels_redacted_text(store, tmp_path):
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
 
-    from promptprism.collector.inspector import inspector_routes
+    from promptprism.collector.read.inspector import inspector_routes
 
     sink = open_sink(store, data_dir=str(tmp_path))
     try:

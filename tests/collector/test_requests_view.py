@@ -1,4 +1,4 @@
-"""requests_view: rows → request objects, range checks, estimates, diff. Pure, no store."""
+"""request_view: rows → request objects, range checks, estimates, diff. Pure, no store."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from promptprism.collector import prompt_diff, requests_view
-from promptprism.collector.prompt_diff import align_blocks, diff_requests
-from promptprism.collector.requests_view import estimate_tokens, previous_requests, request_object, rfc3339
+from promptprism.collector.read import request_view
+from promptprism.collector.read.diff import WHOLE_PROMPT_BLOCK_NAME, align_blocks, diff_requests
+from promptprism.collector.read.request_view import estimate_tokens, previous_requests, request_object, rfc3339
 
 from .read_side_data import Part, blocks_for, build_record, sha256, tool
 
@@ -183,7 +183,7 @@ def test_lineage_is_one_definition_in_python_and_sql(store):
     """lineage_key and LINEAGE_SQL give the same tuple for the same rows."""
     import json
 
-    from promptprism.collector.lineage import LINEAGE_SQL, lineage_key
+    from promptprism.collector.read.lineage import LINEAGE_SQL, lineage_key
 
     rows = [summary_row("a1", 0, 1, service="gateway", model="gpt-4.1"),
             summary_row("a2", 0, 1, conversation="", process=("worker", "w-2"), provider="anthropic"),
@@ -260,7 +260,7 @@ def test_diff_of_unmapped_prompts_compares_the_whole_prompt():
     record_b = build_record(trace_id="a" * 32, request_id="2" * 16, parts=PARTS + PARTS, mapped=False,
                             unmapped_reason="x")
     result = diff_requests(view(record_a), view(record_b))
-    assert result["responsible"] == prompt_diff.WHOLE_PROMPT_BLOCK_NAME
+    assert result["responsible"] == WHOLE_PROMPT_BLOCK_NAME
     assert result["blocks"][0]["bytes_delta"] == record_b.prompt_bytes - record_a.prompt_bytes
 
 
@@ -276,10 +276,10 @@ def test_tool_changes_are_listed_by_name():
 
 
 def test_system_prompt_text_accepts_the_shapes_instrumentations_send():
-    assert requests_view.system_prompt_text(json.dumps([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}])) == "ab"
-    assert requests_view.system_prompt_text(json.dumps("plain")) == "plain"
-    assert requests_view.system_prompt_text("not json {") == "not json {"
-    assert requests_view.system_prompt_text("") is None
+    assert request_view.system_prompt_text(json.dumps([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}])) == "ab"
+    assert request_view.system_prompt_text(json.dumps("plain")) == "plain"
+    assert request_view.system_prompt_text("not json {") == "not json {"
+    assert request_view.system_prompt_text("") is None
 
 
 def test_builder_blocks_tile_the_prompt():

@@ -14,7 +14,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from promptprism.collector import reads
+from promptprism.collector.read import lookups
 from promptprism.collector.store import open_store
 from promptprism.collector.store.base import StoreError, StoreUnavailable
 from promptprism.collector.store.migrations import migrate
@@ -187,7 +187,7 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         assert legacy.query(f"SELECT DISTINCT content_sha256, redacted FROM {old}.blocks") == [
             {"content_sha256": "", "redacted": False}]
         sent = batch.records[0]
-        request = reads.request(legacy, sent.request_id)
+        request = lookups.request(legacy, sent.request_id)
         prompt = request["prompt"]
         assert [block["content"] for block in prompt["blocks"]] == [block.content for block in sent.blocks]
         assert prompt["problems"] == [] and not any(block["redacted"] for block in prompt["blocks"])

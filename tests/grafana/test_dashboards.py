@@ -12,8 +12,8 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from promptprism.collector.insight import grafana
-from promptprism.collector.insight.queries import QUERIES
+from promptprism.collector.read.insight import grafana
+from promptprism.collector.read.insight.queries import QUERIES
 
 from insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
 from insight.conftest import write_records
@@ -35,7 +35,7 @@ def panels(dashboard: dict) -> list[dict]:
 
 def test_committed_dashboard_is_generated_from_the_named_queries():
     committed = (ROOT / "grafana" / "dashboards" / "promptprism.json").read_text(encoding="utf-8")
-    assert committed == grafana.render_json(), "run: python -m promptprism.collector.insight.grafana"
+    assert committed == grafana.render_json(), "run: python -m promptprism.collector.read.insight.grafana"
 
 
 def test_every_named_query_has_a_panel():
@@ -226,7 +226,7 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     the size the API serves (the views of migration 004 under the panels' SQL)."""
     import time
 
-    from promptprism.collector import reads
+    from promptprism.collector.read import lookups
 
     from insight.test_event_prompts import span_record, write_events
     from logs.samples import OPENAI_V2_EVENTS
@@ -239,7 +239,7 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
         write_records(store, [span_record(span_id << 64, span_id, now_ns - age_ns,
                                           **{names.GEN_AI_CONVERSATION_ID: "events-conversation"})])
         write_events(store, OPENAI_V2_EVENTS, span_id << 64, span_id)
-    served = reads.request(store, f"{0xF00D:016x}")["prompt"]
+    served = lookups.request(store, f"{0xF00D:016x}")["prompt"]
     assert served["bytes"] > 0
 
     by_query = {panel["targets"][0]["meta"]["promptprism_query"]: panel for path in DASHBOARDS

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from promptprism.collector.cli import main as cli_main
-from promptprism.collector.insight.queries import BYTES_PER_TOKEN
+from promptprism.collector.read.insight.queries import BYTES_PER_TOKEN
 
 from support import free_port
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from promptprism.collector import reads
-from promptprism.collector.insight import report
-from promptprism.collector.insight.queries import QUERIES, STORE
-from promptprism.collector.insight.report import Filters, Window
 from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.otlp.model import DecodedSpan
+from promptprism.collector.read import lookups
+from promptprism.collector.read.insight import report
+from promptprism.collector.read.insight.queries import QUERIES, STORE
+from promptprism.collector.read.insight.report import Filters, Window
 from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.reassemble import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, build_record
 from promptprism.wire import names
@@ -136,7 +136,7 @@ def write_events(store, events, trace_id: int, span_id: int, **options) -> bytes
 
 
 def api_prompt(store, span_id: int) -> dict:
-    return reads.request(store, f"{span_id:016x}")["prompt"]
+    return lookups.request(store, f"{span_id:016x}")["prompt"]
 
 
 BLOCK_FIELDS = ("index", "name", "layer", "stability", "source", "start", "end", "size", "sha256")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from promptprism.collector.insight import report
-from promptprism.collector.insight.queries import BYTES_PER_TOKEN, QUERIES, STORE
-from promptprism.collector.insight.report import Filters, InsightError, Window
+from promptprism.collector.read.insight import report
+from promptprism.collector.read.insight.queries import BYTES_PER_TOKEN, QUERIES, STORE
+from promptprism.collector.read.insight.report import Filters, InsightError, Window
 
 from . import scenario
 from .conftest import write_records
@@ -315,7 +315,7 @@ def test_summary_is_pure():
 
 def test_default_window_ends_after_requests_of_the_current_second():
     """A request stored 0.9 s into the current second is inside the default window."""
-    from promptprism.collector.insight.report import Window
+    from promptprism.collector.read.insight.report import Window
 
     now = 1_764_498_462.95
     window = Window.parse(since="1h", now=now)

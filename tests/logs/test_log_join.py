@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from promptprism.collector.log_join import event_keys, join_events, needs_events, span_content
 from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.otlp.model import DecodedSpan
+from promptprism.collector.read.events import event_keys, join_events, needs_events, span_content
 from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.reassemble import build_record
 from promptprism.wire import names

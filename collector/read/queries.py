@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .store.base import Store
+from ..store.base import Store
 
 # How many candidates an ambiguous prefix lists. One more than shown is
 # fetched so that "more than ten" can be told from "exactly ten".

@@ -8,11 +8,4 @@ JSON API and the overview page (``routes``), and the CLI verbs ``growth`` and
 
 from __future__ import annotations
 
-__all__ = ["insight_routes"]
-
-
-def insight_routes(store):  # noqa: ANN001 - Store; imported lazily so the CLI stays light
-    """Starlette routes: /api/insight/{growth,cache,headroom} and /overview."""
-    from .routes import insight_routes as build
-
-    return build(store)
+__all__ = ["cache_queries", "grafana", "growth_queries", "named_query", "overview", "queries", "report", "routes"]

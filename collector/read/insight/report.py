@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from ..store.base import Store
+from ...store.base import Store
 from . import queries
 from .queries import BYTES_PER_TOKEN, DIMENSIONS, QUERIES, STORE
 

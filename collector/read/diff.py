@@ -11,7 +11,7 @@ import difflib
 from difflib import SequenceMatcher
 from typing import Any, Mapping
 
-from .requests_view import TOKEN_ESTIMATE_METHOD, estimate_tokens
+from .request_view import TOKEN_ESTIMATE_METHOD, estimate_tokens
 
 # A content diff of a changed block is for reading, not for patching; past
 # this many lines the reader wants the whole texts side by side instead.

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from .._logsafe import describe_store_error
-from ..store.base import Store, StoreError, StoreUnavailable
+from ..._logsafe import describe_store_error
+from ...store.base import Store, StoreError, StoreUnavailable
 from . import overview, report
 from .report import Filters, InsightError, Window
 

@@ -18,8 +18,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import reads
-from ..store.base import Store, StoreError, StoreUnavailable
+from ...store.base import Store, StoreError, StoreUnavailable
+from .. import lookups
 from . import presentation
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,11 +53,11 @@ def inspector_routes(store: Store) -> list:
         return HTMLResponse(html, status_code=status_code)
 
     def error_page(error: Exception) -> HTMLResponse:
-        if isinstance(error, reads.BadArgument):
+        if isinstance(error, lookups.BadArgument):
             status = 400
-        elif isinstance(error, reads.NotFound):
+        elif isinstance(error, lookups.NotFound):
             status = 404
-        elif isinstance(error, reads.Ambiguous):
+        elif isinstance(error, lookups.Ambiguous):
             status = 409
         elif isinstance(error, StoreUnavailable):
             status = 503
@@ -69,25 +69,25 @@ def inspector_routes(store: Store) -> list:
     async def render(work: Callable[[], dict[str, Any]], template: str) -> Response:
         try:
             context = await run_in_threadpool(work)
-        except (reads.BadArgument, reads.NotFound, reads.Ambiguous, StoreError) as error:
+        except (lookups.BadArgument, lookups.NotFound, lookups.Ambiguous, StoreError) as error:
             return error_page(error)
         return page(template, **context)
 
     async def index(request: Request) -> Response:
         params = {name: value for name, value in request.query_params.items()
-                  if name in reads.LIST_PARAMETERS and value}
+                  if name in lookups.LIST_PARAMETERS and value}
         if request.query_params.get("id"):
             return RedirectResponse(f"/requests/{request.query_params['id'].strip()}", status_code=303)
 
         def work() -> dict[str, Any]:
-            listing = reads.list_summaries(store, {"limit": str(INDEX_LIMIT), **params})
+            listing = lookups.list_summaries(store, {"limit": str(INDEX_LIMIT), **params})
             return {"requests": listing["requests"], "filters": params}
 
         return await render(work, "index.html")
 
     async def trace(request: Request) -> Response:
         def work() -> dict[str, Any]:
-            result = reads.trace(store, request.path_params["trace_id"])
+            result = lookups.trace(store, request.path_params["trace_id"])
             return {"trace": result, "rows": presentation.trace_rows(result["requests"]),
                     "legend": presentation.layer_legend(result["requests"])}
 
@@ -95,7 +95,7 @@ def inspector_routes(store: Store) -> list:
 
     async def one_request(request: Request) -> Response:
         def work() -> dict[str, Any]:
-            item = reads.request(store, request.path_params["request_id"])
+            item = lookups.request(store, request.path_params["request_id"])
             return {"request": item, "view": presentation.request_page(item)}
 
         return await render(work, "request.html")
@@ -105,7 +105,7 @@ def inspector_routes(store: Store) -> list:
         text_b = request.query_params.get("b", "")
 
         def work() -> dict[str, Any]:
-            return {"diff": reads.diff(store, text_a, text_b)}
+            return {"diff": lookups.diff(store, text_a, text_b)}
 
         return await render(work, "diff.html")
 

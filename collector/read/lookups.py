@@ -1,7 +1,7 @@
 """The read side's lookups: ids and filters in, request objects out.
 
 Shared by the JSON API and the HTML inspector so both answer the same
-question the same way: ``queries`` fetches rows, ``requests_view`` shapes
+question the same way: ``queries`` fetches rows, ``request_view`` shapes
 them, and this module validates what the caller asked for and says plainly
 when nothing (``NotFound``) or too much (``Ambiguous``) matched. Store
 failures pass through as ``StoreError`` for the caller to report.
@@ -13,8 +13,9 @@ import datetime
 import re
 from typing import Any, Mapping
 
-from . import log_join, prompt_diff, queries, requests_view
-from .store.base import Store
+from ..store.base import Store
+from . import events, queries, request_view
+from .diff import diff_requests
 
 # A span id is 16 hex digits; 4 is the shortest prefix accepted because
 # shorter ones match too much to be useful in a table of thousands.
@@ -82,10 +83,10 @@ def resolve_request_id(store: Store, text: str) -> str:
     return candidates[0]
 
 
-def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> log_join.JoinedContent:
+def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.JoinedContent:
     """Complete ``rows`` (in place) with content that travelled as OTLP log
     records; the one place the read side joins them (see ``log_join``)."""
-    return log_join.join_events(rows, queries.genai_events_for(store, log_join.event_keys(rows)))
+    return events.join_events(rows, queries.genai_events_for(store, events.event_keys(rows)))
 
 
 def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,7 +95,7 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     ids = [row["request_id"] for row in rows]
     block_rows = queries.blocks_for(store, ids)
     tool_rows = queries.tools_for(store, ids)
-    keys = [requests_view.content_key(row) for row in [*block_rows, *tool_rows]]
+    keys = [request_view.content_key(row) for row in [*block_rows, *tool_rows]]
     contents = queries.contents_for(store, keys)
     contents.update(joined.contents)
     blocks_by_request: dict[str, list] = {request_id: list(blocks) for request_id, blocks in joined.blocks.items()}
@@ -103,9 +104,9 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     tools_by_request: dict[str, list] = {}
     for tool in tool_rows:
         tools_by_request.setdefault(tool["request_id"], []).append(tool)
-    previous = requests_view.previous_requests(rows, candidates)
+    previous = request_view.previous_requests(rows, candidates)
     return [
-        requests_view.request_object(
+        request_view.request_object(
             row,
             blocks_by_request.get(row["request_id"], []),
             tools_by_request.get(row["request_id"], []),
@@ -117,7 +118,7 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
 
 
 def _predecessor_candidates(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows among which each of ``rows`` finds its predecessor (see requests_view.previous_requests)."""
+    """Rows among which each of ``rows`` finds its predecessor (see request_view.previous_requests)."""
     if not rows:
         return []
     latest = max(int(row["started_at_ns"]) for row in rows)
@@ -163,12 +164,12 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
         raise BadArgument("give the request to compare: ?b=ID (and ?a=ID, else b's previous request)")
     request_b = request(store, text_b)
     if text_a:
-        return {**prompt_diff.diff_requests(request(store, text_a), request_b), "a_chosen_as": "given"}
+        return {**diff_requests(request(store, text_a), request_b), "a_chosen_as": "given"}
     previous = request_b["previous"]
     if previous is None:
         raise NotFound(f"request {request_b['request_id']} is the first of its lineage "
                        "(conversation, service, provider, model, process): there is no previous request to compare with")
-    return {**prompt_diff.diff_requests(request(store, previous["request_id"]), request_b), "a_chosen_as": "previous"}
+    return {**diff_requests(request(store, previous["request_id"]), request_b), "a_chosen_as": "previous"}
 
 
 # --- list filters --------------------------------------------------------------
@@ -235,4 +236,4 @@ def list_summaries(store: Store, params: Mapping[str, str]) -> dict[str, Any]:
     filters = parse_filters(params)
     rows = queries.list_requests(store, filters)
     _join_logged_content(store, rows)
-    return {"requests": [requests_view.summary(row) for row in rows]}
+    return {"requests": [request_view.summary(row) for row in rows]}

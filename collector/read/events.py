@@ -22,9 +22,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..wire import names
-from .otlp.model import DecodedSpan
-from .write.reassemble import build_record
+from ...wire import names
+from ..otlp.model import DecodedSpan
+from ..write.reassemble import build_record
 
 CONTENT_COLUMNS = ("system_instructions", "input_messages", "output_messages")
 _CONTENT_ATTRIBUTES = {
