@@ -26,14 +26,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .auth import authorized
 from .config import CollectorConfig
 from .metrics import Metrics
 from .read.api import api_routes
 from .read.insight.routes import insight_routes
 from .read.inspector import inspector_routes
-from .receive_grpc import GrpcReceiver
-from .receive_http import traces_app
+from .receive import GrpcReceiver, traces_app
+from .receive.auth import authorized
 from .store import open_store
 from .write.ingest import Ingest
 

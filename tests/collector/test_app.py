@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from promptprism.collector.app import Collector
-from promptprism.collector.auth import authorized, bearer_token
+from promptprism.collector.receive.auth import authorized, bearer_token
 from promptprism.collector.metrics import Metrics
 
 from .collector_harness import collector_config, emit_prompt, exporter, free_port, running_collector, tracer_for

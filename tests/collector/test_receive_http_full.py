@@ -12,7 +12,7 @@ import time
 
 import httpx
 
-from promptprism.collector import receive_http
+from promptprism.collector.receive import http as receive_http
 
 from .collector_harness import running_collector
 

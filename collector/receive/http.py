@@ -25,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import metrics as outcomes
-from ._logsafe import describe_store_error
+from .. import metrics as outcomes
+from .._logsafe import describe_store_error
+from ..otlp import MalformedPayload
+from ..store.base import StoreError
+from ..write.ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
+from ..write.sink import Backpressure
 from .auth import authorized
-from .otlp import MalformedPayload
-from .store.base import StoreError
-from .write.ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
-from .write.sink import Backpressure
 
 logger = logging.getLogger(__name__)
 

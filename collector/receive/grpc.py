@@ -17,13 +17,13 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from . import metrics as outcomes
-from ._logsafe import describe_store_error
+from .. import metrics as outcomes
+from .._logsafe import describe_store_error
+from ..otlp import MalformedPayload
+from ..store.base import StoreError
+from ..write.ingest import ENCODING_PROTOBUF, Ingest
+from ..write.sink import Backpressure
 from .auth import AUTHORIZATION, authorized
-from .otlp import MalformedPayload
-from .store.base import StoreError
-from .write.ingest import ENCODING_PROTOBUF, Ingest
-from .write.sink import Backpressure
 
 logger = logging.getLogger(__name__)
 
