@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..wire import names
-from .canonical import canonical_json
+from ..wire.canonical import canonical_json
 
 # Content parts that carry files, images or audio rather than text.
 ATTACHMENT_PART_TYPES = frozenset({

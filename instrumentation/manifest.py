@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..wire import names
-from .canonical import canonical_bytes, canonical_json, canonical_size, sha256_hex
+from ..wire.canonical import canonical_bytes, canonical_json, canonical_size, sha256_hex
 from .dialects import (
     BodyShape,
     body_shape,
@@ -45,7 +45,7 @@ from .dialects import (
 )
 from .safe_text import endpoint_class, fingerprint, safe_error_text, safe_identifier
 
-# The manifest's helpers live in .canonical, .dialects and .safe_text; they
+# The manifest's helpers live in wire.canonical, .dialects and .safe_text; they
 # stay importable from here, where the provider wrappers, the preview command
 # and applications have always found them.
 __all__ = [

@@ -15,7 +15,7 @@ import re
 import urllib.parse
 from typing import Any
 
-from .canonical import canonical_json, sha256_hex
+from ..wire.canonical import canonical_json, sha256_hex
 
 # Model and tool names are short machine identifiers; anything longer or with
 # other characters may be user text (or an attack on a terminal) and is

@@ -7,7 +7,7 @@ so the text and its map come out of one pass over one render. Prompts built in
 code (:class:`PromptBuilder`) know their boundaries directly.
 
 Offsets are UTF-8 byte offsets, half-open. Text is encoded with
-``surrogatepass``, as :mod:`.canonical` does: a lone surrogate (a file name
+``surrogatepass``, as ``wire.canonical`` does: a lone surrogate (a file name
 decoded with ``os.fsdecode``) counts as its three bytes instead of making the
 render raise where plain Jinja2 would not. A map is only attached to a prompt
 whose blocks tile its bytes (checked as the map is built; :func:`tiling_problem`

@@ -1,27 +1,21 @@
 """The ``promptprism`` command.
 
 Each verb lives in its own module with a ``register(subparsers)`` function
-that adds its parser and sets ``handler``. Modules import heavy dependencies
-inside their handlers only, so ``promptprism template show`` and
-``promptprism preview`` work on the light base install.
+that adds its parser and sets ``handler``; each is a thin front for the
+package that owns the feature (``collector`` → the app, ``prompt`` and
+``growth``/``cache`` → the API, ``template`` → the instrumentation's
+templates, ``preview`` → its manifest, ``demo`` → ``collector.demo``).
+Modules import heavy dependencies inside their handlers only, so
+``promptprism template show`` and ``promptprism preview`` work on the light
+base install.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-# Verb modules, in the order `promptprism --help` lists them.
-COMMAND_MODULES = (
-    "collector_command",  # collector
-    "prompt",  # prompt show | diff | list
-    "insight",  # growth, cache
-    "template",  # template show
-    "preview",  # preview BODY.json
-    "demo",  # demo
-    "migrate",  # migrate
-)
+__all__ = ["CommandError", "build_parser", "main"]
 
 
 class CommandError(Exception):
@@ -35,8 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{module_name}").register(subparsers)
+    # Imported here, not at the top: each verb module imports CommandError from this one.
+    from . import collector, demo, insight, migrate, preview, prompt, template
+
+    # In the order `promptprism --help` lists them.
+    for verb in (collector, prompt, insight, template, preview, demo, migrate):
+        verb.register(subparsers)
     return parser
 
 

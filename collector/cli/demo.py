@@ -20,8 +20,9 @@ Export uses the standard ``OTEL_*`` variables (``promptprism.exporter.configure`
 the default reaches ``make run``'s collector on localhost.
 
 This module is the command: arguments, the request budget and its progress
-display, export and the closing report. The story is in ``_demo_scenario``,
-the application that plays it in ``_demo_application``.
+display, export and the closing report. The story is in ``demo.scenario``,
+the application that plays it in ``demo.application`` (package
+``promptprism.collector.demo``, with the fake provider).
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..config import DEFAULT_URL, PROMPTPRISM_URL
+from ..demo.application import DemoApplication
+from ..demo.scenario import SERVICES
 from . import CommandError
-from ._demo_application import DemoApplication
-from ._demo_scenario import SERVICES
 
 DEFAULT_REQUESTS = 120
 DEFAULT_DAYS = 7
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("the demo drives the real OpenAI and Anthropic clients: "
                            "pip install 'promptprism[providers,exporter]'") from None
     from promptprism.exporter import ConfigurationError, resolve_settings
-    from promptprism.instrumentation.fake_provider import FakeProvider
+    from ..demo.fake_provider import FakeProvider
 
     # Before any exporter starts: with nothing listening it would retry for minutes.
     try:

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from promptprism.instrumentation.fake_provider import FakeProvider
+from promptprism.collector.demo.fake_provider import FakeProvider
 
 SYSTEM_PROMPT = "You are Prism, a careful assistant.\nAnswer briefly; use <metric> units & cite sources. 🍵"
 MESSAGES = [

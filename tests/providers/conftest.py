@@ -6,8 +6,8 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from promptprism.collector.demo.fake_provider import FakeProvider
 from promptprism.instrumentation import prompt_tracer_provider
-from promptprism.instrumentation.fake_provider import FakeProvider
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")

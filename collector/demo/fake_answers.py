@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
-from .canonical import canonical_bytes
+from ...wire.canonical import canonical_bytes
 
 MODEL_TRIGGER_ABORT_STREAM = "abort-stream"
 

@@ -1,7 +1,7 @@
 """The demo's story: three services of an assistant application, their prompts, users and tools.
 
-Data only; :mod:`._demo_application` plays it against the fake provider and
-``promptprism demo`` (:mod:`.demo`) runs and exports it. Skills arrive on
+Data only; :mod:`.application` plays it against the fake provider and
+``promptprism demo`` (``cli.demo``) runs and exports it. Skills arrive on
 later days, so growth shows up in the dashboards; one channel scope uses a
 legacy template override that puts the per-turn state before the identity
 block, so cache breaks show up too.

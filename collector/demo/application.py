@@ -3,8 +3,8 @@
 Requests go through the real OpenAI and Anthropic clients, instrumented by
 promptprism, to the fake provider; each turn runs on a simulated clock, so
 spans are backdated over the week. The story's text lives in
-:mod:`._demo_scenario`; the command, progress display and export in
-:mod:`.demo`.
+:mod:`.scenario`; the command, progress display and export in
+``cli.demo``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ._demo_scenario import (
+from .scenario import (
     AGENT_TEMPLATE,
     CHANNEL_TOOLS,
     COMPACTOR_OVERRIDE,
@@ -38,7 +38,7 @@ from ._demo_scenario import (
 )
 
 if TYPE_CHECKING:  # the command owns the budget and its progress display
-    from .demo import Budget
+    from ..cli.demo import Budget
 
 # A turn's simulated clock advances by this much; a day never runs past its last hour.
 SECONDS_PER_TURN = 95
@@ -319,7 +319,7 @@ class DemoApplication:
     # --- the week ----------------------------------------------------------------------------
 
     def run(self, days: int) -> DemoResult:
-        from promptprism.instrumentation.fake_provider import PrefixCache
+        from .fake_provider import PrefixCache
 
         scopes = ["web", "mobile", "web-legacy"]
         conversations = [Conversation(self.conversation_id(index), USERS[index % len(USERS)], scopes[index % 3])

@@ -246,7 +246,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._end_stream()
 
 
-def main() -> None:  # pragma: no cover - manual use: python -m promptprism.instrumentation.fake_provider
+def main() -> None:  # pragma: no cover - manual use: python -m promptprism.collector.demo.fake_provider
     import argparse
 
     parser = argparse.ArgumentParser(description="Run the fake LLM provider on loopback.")

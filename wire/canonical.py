@@ -2,8 +2,9 @@
 
 ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``
 encoded as UTF-8. The manifest counts byte classes in it, the fake provider
-hashes prompt-cache prefixes in it, and tool definitions travel as its text.
-Standard library only.
+hashes prompt-cache prefixes in it, and tool definitions travel as its text:
+part of the wire convention, so it lives beside the names. Standard library
+only.
 """
 
 from __future__ import annotations
