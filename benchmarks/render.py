@@ -19,9 +19,9 @@ from typing import Callable
 
 import jinja2
 
-from promptprism.instrumentation.record import prompt_tracer_provider, record_llm_request
-from promptprism.instrumentation.segments import block, build_prompt, inline, split_rendered
-from promptprism.instrumentation.templates import ENVIRONMENT_OPTIONS, TemplateCatalog, _globals_of, _render
+from promptprism.instrumentation import prompt_tracer_provider, record_llm_request
+from promptprism.instrumentation._segments import block, build_prompt, inline, split_rendered
+from promptprism.instrumentation._templates import ENVIRONMENT_OPTIONS, TemplateCatalog, _globals_of, _render
 from promptprism.wire import names
 
 # Many short rounds: on a shared 2-core machine the load changes within a

@@ -11,14 +11,14 @@ exporters themselves come with ``promptprism[exporter]`` and are imported
 when :func:`configure` builds one.
 """
 
-from .batching import (
+from ._batching import (
     DEFAULT_MAX_REQUEST_BYTES,
     ExportStatistics,
     SizeBoundedSpanExporter,
     estimate_span_bytes,
     split_by_size,
 )
-from .configure import (
+from ._configure import (
     DEFAULT_MAX_EXPORT_BATCH_SIZE,
     DEFAULT_MAX_QUEUE_SIZE,
     DEFAULT_SCHEDULE_DELAY_MILLIS,
@@ -30,7 +30,7 @@ from .configure import (
     configure,
     resolve_settings,
 )
-from .suppression import SuppressInstrumentationSpanExporter, suppressed_instrumentation
+from ._suppression import SuppressInstrumentationSpanExporter, suppressed_instrumentation
 
 __all__ = [
     "DEFAULT_MAX_EXPORT_BATCH_SIZE",

@@ -9,9 +9,9 @@ Configure: :func:`configure_content_capture`, :func:`set_redactor`,
 :func:`span_limits_for_prompts` / :func:`prompt_tracer_provider`.
 """
 
-from .capture import configure_content_capture
-from .context import correlation
-from .record import (
+from ._capture import configure_content_capture
+from ._context import correlation
+from ._record import (
     RecordedRequest,
     ToolSpec,
     failure_count,
@@ -20,8 +20,8 @@ from .record import (
     span_limits_for_prompts,
     start_llm_request,
 )
-from .redact import keep_everything, mask_secrets, set_redactor
-from .segments import (
+from ._redact import keep_everything, mask_secrets, set_redactor
+from ._segments import (
     Block,
     PromptBuilder,
     SegmentedPrompt,
@@ -32,7 +32,9 @@ from .segments import (
     inline,
     lookup_rendered,
 )
-from .templates import (
+from ._templates import (
+    ENV_TEMPLATE_OVERRIDES,
+    ENV_TEMPLATES,
     ResolvedTemplate,
     TemplateCatalog,
     TemplateError,
@@ -41,6 +43,8 @@ from .templates import (
 )
 
 __all__ = [
+    "ENV_TEMPLATES",
+    "ENV_TEMPLATE_OVERRIDES",
     "Block",
     "PromptBuilder",
     "RecordedRequest",

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from ..wire import names
 from ..wire.canonical import canonical_bytes, canonical_json, canonical_size, sha256_hex
-from .dialects import (
+from ._dialects import (
     BodyShape,
     body_shape,
     detect_dialect,
@@ -43,9 +43,9 @@ from .dialects import (
     tool_definitions,
     tool_name,
 )
-from .safe_text import endpoint_class, fingerprint, safe_error_text, safe_identifier
+from ._safe_text import endpoint_class, fingerprint, safe_error_text, safe_identifier
 
-# The manifest's helpers live in wire.canonical, .dialects and .safe_text; they
+# The manifest's helpers live in wire.canonical, ._dialects and ._safe_text; they
 # stay importable from here, where the provider wrappers, the preview command
 # and applications have always found them.
 __all__ = [

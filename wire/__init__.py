@@ -5,3 +5,5 @@ JSON serialisation every request byte count and body hash is taken in.
 Standard library only and free of side effects, so the collector reads the
 names without importing the instrumentation.
 """
+
+__all__ = ["canonical", "names"]

@@ -16,15 +16,15 @@ import json
 import sys
 from typing import Any
 
-from promptprism.instrumentation.dialects import detect_dialect
 from promptprism.instrumentation.manifest import (
     BYTES_PER_TOKEN,
     ESTIMATE_MARGIN,
     ManifestError,
     RequestManifest,
     build_manifest,
+    detect_dialect,
+    safe_error_text,
 )
-from promptprism.instrumentation.safe_text import safe_error_text
 from promptprism.wire import names
 
 from . import CommandError

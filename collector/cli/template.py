@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from ...instrumentation.templates import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES, TemplateCatalog, TemplateError
+from ...instrumentation import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES, TemplateCatalog, TemplateError
 from . import CommandError
 
 

@@ -9,9 +9,9 @@ the system prompt was rendered through promptprism, its block map. Neither
 provider library is imported here; they are the ``providers`` extra.
 """
 
-from .anthropic import ANTHROPIC_ROUTES, instrument_anthropic, uninstrument_anthropic
-from .openai import OPENAI_ROUTES, instrument_openai, uninstrument_openai
-from .transport import ContextWindow
+from ._anthropic import ANTHROPIC_ROUTES, instrument_anthropic, uninstrument_anthropic
+from ._openai import OPENAI_ROUTES, instrument_openai, uninstrument_openai
+from ._transport import ContextWindow
 
 __all__ = [
     "ANTHROPIC_ROUTES",

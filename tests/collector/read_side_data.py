@@ -304,7 +304,7 @@ def send_over_otlp(records: list[RequestRecord], grpc_endpoint: str) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     from promptprism.wire import names
-    from promptprism.instrumentation.record import span_limits_for_prompts
+    from promptprism.instrumentation import span_limits_for_prompts
 
     for record in records:
         ids = ChosenIds()

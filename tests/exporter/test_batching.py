@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from promptprism.exporter import SizeBoundedSpanExporter, estimate_span_bytes, split_by_size
-from promptprism.exporter.batching import estimate_group_bytes
+from promptprism.exporter._batching import estimate_group_bytes
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_oversized_spans_are_counted_and_logged_at_a_bounded_rate(make_spans, ca
     spans = make_spans(5, content_bytes=50_000)
     inner = RecordingExporter()
     exporter = SizeBoundedSpanExporter(inner, max_request_bytes=10_000)
-    with caplog.at_level(logging.WARNING, logger="promptprism.exporter.batching"):
+    with caplog.at_level(logging.WARNING, logger="promptprism.exporter._batching"):
         assert exporter.export(spans) is SpanExportResult.SUCCESS
         assert exporter.export(spans) is SpanExportResult.SUCCESS
     assert [len(call) for call in inner.calls] == [1] * 10  # every one sent, alone

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import SpanLimits
 
 from promptprism.exporter import DEFAULT_MAX_REQUEST_BYTES, ConfigurationError, resolve_settings
-from promptprism.instrumentation.record import span_limits_for_prompts
+from promptprism.instrumentation import span_limits_for_prompts
 
 
 def test_defaults_follow_the_specification():

@@ -8,7 +8,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from promptprism.exporter import SuppressInstrumentationSpanExporter, configure
-from promptprism.exporter.suppression import (
+from promptprism.exporter._suppression import (
     SUPPRESS_HTTP_INSTRUMENTATION_KEY,
     SUPPRESS_INSTRUMENTATION_KEY,
     SUPPRESS_INSTRUMENTATION_PLAIN_KEY,

@@ -6,8 +6,9 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from promptprism.instrumentation import capture, redact
-from promptprism.instrumentation.record import prompt_tracer_provider
+from promptprism.instrumentation import _capture as capture
+from promptprism.instrumentation import _redact as redact
+from promptprism.instrumentation import prompt_tracer_provider
 
 
 @pytest.fixture(autouse=True)

@@ -6,15 +6,15 @@ import asyncio
 
 import pytest
 
-from promptprism.instrumentation import capture
-from promptprism.instrumentation.capture import (
+from promptprism.instrumentation import _capture as capture
+from promptprism.instrumentation._capture import (
     capture_mode,
     configure_content_capture,
     parse_capture_mode,
     reread_environment,
     span_content_enabled,
 )
-from promptprism.instrumentation.context import correlation, correlation_attributes, current_correlation
+from promptprism.instrumentation._context import correlation, correlation_attributes, current_correlation
 from promptprism.wire import names
 
 

@@ -13,13 +13,18 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import StatusCode
 
-from promptprism.instrumentation import capture, record
-from promptprism.instrumentation.capture import configure_content_capture
-from promptprism.instrumentation.context import correlation
-from promptprism.instrumentation.record import ToolSpec, record_llm_request
-from promptprism.instrumentation.redact import set_redactor
-from promptprism.instrumentation.segments import block, build_prompt
-from promptprism.instrumentation.templates import TemplateCatalog
+from promptprism.instrumentation import _capture as capture
+from promptprism.instrumentation import _record as record
+from promptprism.instrumentation import (
+    TemplateCatalog,
+    ToolSpec,
+    block,
+    build_prompt,
+    configure_content_capture,
+    correlation,
+    record_llm_request,
+    set_redactor,
+)
 from promptprism.wire import names
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
@@ -195,7 +200,7 @@ def test_captured_content_with_lone_surrogates_still_encodes_as_otlp(exporter, t
 def test_content_that_is_not_json_is_left_out_and_the_request_still_recorded(exporter, tracer_provider):
     # Jinja2 loops over a dict with tuple keys happily; json.dumps refuses it,
     # and a cycle. Only that content is lost, never the span or the usage.
-    from promptprism.instrumentation.templates import render_string
+    from promptprism.instrumentation import render_string
 
     configure_content_capture(True)
     prompt = render_string("{% for key in table %}{{ key }}{% endfor %} {{ memory }}",

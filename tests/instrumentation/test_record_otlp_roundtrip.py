@@ -12,10 +12,15 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from promptprism.instrumentation.capture import configure_content_capture
-from promptprism.instrumentation.record import ToolSpec, prompt_tracer_provider, record_llm_request
-from promptprism.instrumentation.segments import block, inline
-from promptprism.instrumentation.templates import render_string
+from promptprism.instrumentation import (
+    ToolSpec,
+    block,
+    configure_content_capture,
+    inline,
+    prompt_tracer_provider,
+    record_llm_request,
+    render_string,
+)
 from promptprism.wire import names
 
 BLOCK_COUNT = 1000

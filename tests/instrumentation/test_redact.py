@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from promptprism.instrumentation.redact import keep_everything, mask_secrets, redact, set_redactor
+from promptprism.instrumentation._redact import keep_everything, mask_secrets, redact, set_redactor
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd==\n-----END RSA PRIVATE KEY-----"
 

@@ -7,8 +7,9 @@ import hashlib
 import jinja2
 import pytest
 
-from promptprism.instrumentation import segments
-from promptprism.instrumentation.segments import (
+from promptprism.instrumentation import _segments as segments
+from promptprism.instrumentation import render_string
+from promptprism.instrumentation._segments import (
     SENTINEL,
     Block,
     PromptBuilder,
@@ -18,7 +19,6 @@ from promptprism.instrumentation.segments import (
     lookup_rendered,
     tiling_problem,
 )
-from promptprism.instrumentation.templates import render_string
 from promptprism.wire import names
 
 PLAIN = jinja2.Environment(keep_trailing_newline=True)
@@ -236,7 +236,7 @@ def stripped(output, sentinel):
 
 
 def test_a_collision_renders_only_through_the_marking_split_on_a_one_off_sentinel():
-    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+    from promptprism.instrumentation._templates import prompt_environment, render_segmented
 
     hostile = f"<{SENTINEL}b{SENTINEL}bee{SENTINEL}>"
     source = "{% set captured %}({{ b }}){% endset %}A {{ a }} B {{ b }} {{ captured }}"
@@ -257,7 +257,7 @@ def test_a_collision_renders_only_through_the_marking_split_on_a_one_off_sentine
 
 
 def test_a_split_refused_on_the_process_sentinel_is_redone_on_a_one_off_sentinel():
-    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+    from promptprism.instrumentation._templates import prompt_environment, render_segmented
 
     # Escaping outputs escape the whole marked form: the text between the
     # sentinels is no longer the value's, so the first split refuses the render.
@@ -278,7 +278,7 @@ def test_a_split_refused_on_the_process_sentinel_is_redone_on_a_one_off_sentinel
 
 
 def test_sentinels_taken_apart_even_on_a_one_off_sentinel_raise_instead_of_guessing_the_text():
-    from promptprism.instrumentation.templates import TemplateError, prompt_environment, render_segmented
+    from promptprism.instrumentation._templates import TemplateError, prompt_environment, render_segmented
 
     environment = prompt_environment()
     # Only code that reads a marked value's internals can cut a sentinel short.
@@ -383,7 +383,7 @@ def test_captured_output_and_macros_keep_their_blocks_when_unfiltered():
 def test_inlined_marking_matches_the_finalize_hook():
     # prompt_environment() compiles the hook's check into the template; an
     # environment that calls the hook must produce the same text and blocks.
-    from promptprism.instrumentation.templates import render_segmented
+    from promptprism.instrumentation._templates import render_segmented
 
     source = ("{{ a }}|{{ a|upper }}|{{ a|length }}|{{ a if flag else '' }}|{% for v in [a, b] %}<{{ v }}>{% endfor %}"
               "{{ b ~ '!' }}|{{ 42 }}|{{ none_value }}|{{ missing }}")
@@ -408,7 +408,7 @@ def test_block_offsets_are_utf8_bytes_when_only_some_pieces_are_ascii():
 
 @pytest.mark.parametrize("is_async", [False, True])
 def test_inheritance_super_and_include_keep_blocks_in_sync_and_async_environments(is_async):
-    from promptprism.instrumentation.templates import prompt_environment, render_segmented
+    from promptprism.instrumentation._templates import prompt_environment, render_segmented
 
     sources = {"base.j2": "Head {% block body %}default{% endblock %} tail {{ a }}", "part.j2": "[{{ b }}]",
                "child.j2": '{% extends "base.j2" %}{% block body %}{{ super() }} + {{ b }} {% include "part.j2" %}'

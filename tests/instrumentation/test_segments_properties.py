@@ -10,8 +10,8 @@ import jinja2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptprism.instrumentation.segments import SENTINEL, block, inline
-from promptprism.instrumentation.templates import prompt_environment, render_segmented, render_string
+from promptprism.instrumentation._segments import SENTINEL, block, inline
+from promptprism.instrumentation._templates import prompt_environment, render_segmented, render_string
 from promptprism.wire import names
 
 PLAIN = jinja2.Environment(keep_trailing_newline=True, autoescape=False)

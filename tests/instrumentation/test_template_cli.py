@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from promptprism.collector.cli import main
-from promptprism.instrumentation.templates import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES
+from promptprism.instrumentation import ENV_TEMPLATE_OVERRIDES, ENV_TEMPLATES
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from promptprism.instrumentation.segments import block
-from promptprism.instrumentation.templates import (
+from promptprism.instrumentation import block
+from promptprism.instrumentation._templates import (
     DEFAULT_SIZE_CAP_BYTES,
     ENV_TEMPLATE_OVERRIDES,
     TemplateCatalog,

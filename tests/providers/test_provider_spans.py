@@ -20,7 +20,7 @@ from promptprism.instrumentation.providers import (
     instrument_openai,
     uninstrument_openai,
 )
-from promptprism.instrumentation.providers import transport
+from promptprism.instrumentation.providers import _transport as transport
 from promptprism.wire import names
 
 SYSTEM_TEMPLATE = "You are {{ identity }}.\n\n## Memory\n{{ memory }}\n\n## Rules\nBe brief.\n"

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptprism.instrumentation.providers.responses import ResponseParser, ServerSentEvents
+from promptprism.instrumentation.providers._responses import ResponseParser, ServerSentEvents
 from promptprism.wire import names
 
 ANTHROPIC_STREAM = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..dialects import body_shape
+from .._dialects import body_shape
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:

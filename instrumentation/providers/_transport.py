@@ -27,13 +27,13 @@ from typing import Any, Callable, Mapping, Union
 from opentelemetry import context as otel_context
 
 from ...wire import names
-from ..capture import span_content_enabled
-from ..dialects import system_prompt_text, tool_definitions
+from .._capture import span_content_enabled
+from .._dialects import system_prompt_text, tool_definitions
+from .._record import ToolSpec, report_failure, start_llm_request
+from .._segments import lookup_rendered
 from ..manifest import build_manifest
-from ..record import ToolSpec, report_failure, start_llm_request
-from ..segments import lookup_rendered
-from .input_messages import input_messages
-from .recording import Recording, observe_response
+from ._input_messages import input_messages
+from ._recording import Recording, observe_response
 
 # The context keys OpenTelemetry exporters set around their own requests. They
 # live in a private spot of opentelemetry.context; the string fallback is what

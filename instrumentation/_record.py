@@ -71,10 +71,10 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ..wire import names
-from .capture import span_content_enabled
-from .context import correlation_attributes, current_correlation
-from .redact import redact
-from .segments import SegmentedPrompt, lookup_rendered, unmapped
+from ._capture import span_content_enabled
+from ._context import correlation_attributes, current_correlation
+from ._redact import redact
+from ._segments import SegmentedPrompt, lookup_rendered, unmapped
 
 _logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from jinja2.compiler import CodeGenerator
 from markupsafe import escape
 
 from ..wire import names
-from .segments import (
+from ._segments import (
     MarkedValue,
     SegmentedPrompt,
     Template,

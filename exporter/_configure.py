@@ -47,8 +47,8 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .batching import DEFAULT_MAX_REQUEST_BYTES, SizeBoundedSpanExporter
-from .suppression import SuppressInstrumentationSpanExporter
+from ._batching import DEFAULT_MAX_REQUEST_BYTES, SizeBoundedSpanExporter
+from ._suppression import SuppressInstrumentationSpanExporter
 
 # promptprism's own variable (an addition to SPEC §6): the request byte bound,
 # for deployments behind a proxy or collector with a tighter limit than ours.
@@ -242,7 +242,7 @@ def _prompt_span_limits() -> SpanLimits:
     # Imported here, not at module level: ``import promptprism.exporter`` stays
     # OpenTelemetry-only, and the instrumentation (upstream of us in the data
     # flow, SPEC §1) loads only when a provider is actually configured.
-    from promptprism.instrumentation.record import span_limits_for_prompts
+    from promptprism.instrumentation import span_limits_for_prompts
 
     return span_limits_for_prompts()
 

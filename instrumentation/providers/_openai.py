@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar
 
 from ...wire import names
-from .transport import ContextWindow, ProviderSettings, http_client_of, instrument_http_client, uninstrument_http_client
+from ._transport import ContextWindow, ProviderSettings, http_client_of, instrument_http_client, uninstrument_http_client
 
 # Path suffixes, so Azure's /openai/deployments/NAME/chat/completions and
 # proxies with a path prefix are recognised too.

@@ -19,9 +19,9 @@ from typing import Any, ContextManager, Iterator
 from opentelemetry.trace import Status, StatusCode
 
 from ...wire import names
-from ..record import RecordedRequest, report_failure
-from ..safe_text import safe_error_text, safe_identifier
-from .responses import MAX_JSON_BYTES, ResponseParser, ServerSentEvents
+from .._record import RecordedRequest, report_failure
+from .._safe_text import safe_error_text, safe_identifier
+from ._responses import MAX_JSON_BYTES, ResponseParser, ServerSentEvents
 
 
 class Recording:
