@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
+# The repository root, wherever a test module sits below tests/.
+REPOSITORY = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

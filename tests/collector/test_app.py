@@ -16,7 +16,7 @@ from promptprism.collector.receive.auth import authorized, bearer_token
 from promptprism.collector.metrics import Metrics
 
 from .collector_harness import collector_config, emit_prompt, exporter, free_port, running_collector, tracer_for
-from .test_receive import PARTS
+from .receive.test_receive import PARTS
 
 CLI = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())", "collector"]
 

@@ -24,7 +24,7 @@ from promptprism.collector.app import Collector
 from promptprism.collector.store.server import ServerStore
 
 from .collector_harness import collector_config, emit_prompt, exporter, free_port, tracer_for
-from .test_receive import PARTS, _grpc_export, _payload
+from .receive.test_receive import PARTS, _grpc_export, _payload
 
 HEALTH_TIMEOUT_SECONDS = 90  # a collector subprocess imports grpc and chdb on 2 busy cores
 

@@ -15,8 +15,8 @@ import yaml
 from promptprism.collector.read.insight import grafana
 from promptprism.collector.read.insight.queries import QUERIES
 
-from insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
-from insight.conftest import write_records
+from collector.read.insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
+from collector.read.insight.conftest import write_records
 from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -228,8 +228,8 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
 
     from promptprism.collector.read import lookups
 
-    from insight.test_event_prompts import span_record, write_events
-    from logs.samples import OPENAI_V2_EVENTS
+    from collector.log_samples import OPENAI_V2_EVENTS
+    from collector.read.insight.test_event_prompts import span_record, write_events
 
     from promptprism.wire import names
 

@@ -1,0 +1,176 @@
+"""The sink against the embedded store: durable accepts, grouping, dedup, spool, replay."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from promptprism.collector.store.base import StoreError
+from promptprism.collector.write.sink import Backpressure, open_sink
+
+from ..write_path_samples import make_batch
+
+COUNT_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
+
+
+def now_ns() -> int:
+    return time.time_ns() - 3_600 * 10**9
+
+
+def counts(store) -> dict[str, int]:
+    result = {}
+    for table in COUNT_TABLES:
+        final = "" if table == "otel_traces" else " FINAL"
+        result[table] = store.query(f"SELECT count() AS n FROM {store.database}.{table}{final}")[0]["n"]
+        # Raw rows too: dedup must happen at insert, not only under FINAL.
+        result[f"{table}_raw"] = store.query(f"SELECT count() AS n FROM {store.database}.{table}")[0]["n"]
+    return result
+
+
+@pytest.fixture
+def sink(store, tmp_path):
+    sink = open_sink(store, data_dir=str(tmp_path))
+    yield sink
+    sink.close()
+
+
+def test_accept_writes_every_table(store, sink):
+    sink.accept(make_batch(0, 4, started_at_ns=now_ns()))
+    c = counts(store)
+    assert c["requests"] == 4 and c["otel_traces"] == 4
+    assert c["blocks"] == 16 and c["tools"] == 4
+    # 3 shared blocks + 4 distinct turn blocks + 1 tool definition, once each
+    assert c["contents"] == 8
+    stats = sink.stats()
+    assert stats["spans_stored"] == 4 and stats["requests_stored"] == 4
+    assert stats["spool_batches"] == 0
+
+
+def test_resent_batch_is_one_row_in_every_table(store, tmp_path):
+    batch = make_batch(0, 3, started_at_ns=now_ns())
+    sink = open_sink(store, data_dir=str(tmp_path))
+    sink.accept(batch)
+    before = counts(store)
+    sink.accept(batch)  # the exporter timed out and sent it again
+    assert sink.stats()["batches_duplicate"] == 1
+    sink.close()
+    # A restarted collector has forgotten the token; ClickHouse has not.
+    restarted = open_sink(store, data_dir=str(tmp_path))
+    restarted.accept(batch)
+    restarted.close()
+    assert counts(store) == before
+    assert before["otel_traces_raw"] == 3 and before["requests_raw"] == 3
+
+
+def test_a_static_prompt_is_stored_once(store, sink):
+    start = now_ns()
+    for number in range(20):
+        sink.accept(make_batch(number, 1, started_at_ns=start))
+    c = counts(store)
+    # 3 static/session blocks and the tool once, 20 distinct questions
+    assert c["contents_raw"] == 3 + 20 + 1
+    assert c["blocks"] == 80
+    assert sink.stats()["contents_written"] == 24
+
+
+def test_concurrent_accepts_share_inserts(store, sink):
+    batches = [make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(12)]
+    barrier = threading.Barrier(len(batches))
+    errors = []
+
+    def send(batch):
+        barrier.wait()
+        try:
+            sink.accept(batch)
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=send, args=(batch,)) for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert counts(store)["otel_traces_raw"] == 24
+    stats = sink.stats()
+    assert stats["groups_written"] < len(batches)  # grouped: fewer groups than batches
+    assert stats["inserts"] == 5 * stats["groups_written"]
+
+
+def unreachable_store(port: int):
+    """A real server store whose server is not there: every call is StoreUnavailable."""
+    from promptprism.collector.store.server import ServerStore
+
+    return ServerStore(f"http://default:secret@127.0.0.1:{port}/nowhere", auto_migrate=True)
+
+
+def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_unreachable_store_spools_and_a_later_start_replays(store, tmp_path, port):
+    batches = [make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(3)]
+    down = open_sink(unreachable_store(port), data_dir=str(tmp_path))
+    for batch in batches:
+        down.accept(batch)  # returns: durable in the spool
+    stats = down.stats()
+    assert stats["batches_spooled"] == 3 and stats["spool_batches"] >= 1 and stats["store_up"] == 0
+    down.close()
+    assert counts(store)["requests_raw"] == 0
+
+    up = open_sink(store, data_dir=str(tmp_path))  # the start-up replays the spool
+    wait_until(lambda: up.stats()["spool_batches"] == 0)
+    up.accept(batches[0])  # a resend after the replay is still one record
+    up.close()
+    c = counts(store)
+    assert c["requests_raw"] == 6 and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
+    assert not list((tmp_path / "spool").glob("*.spool"))
+
+
+def test_store_down_and_spool_full_is_backpressure(tmp_path, port):
+    sink = open_sink(unreachable_store(port), data_dir=str(tmp_path), spool_max_files=1)
+    try:
+        sink.accept(make_batch(0, 1, started_at_ns=now_ns()))
+        with pytest.raises(Backpressure) as raised:
+            sink.accept(make_batch(1, 1, started_at_ns=now_ns()))
+        assert raised.value.retry_after_seconds > 0
+        assert sink.stats()["backpressure"] == 1
+    finally:
+        sink.close()
+
+
+def test_rows_the_store_rejects_are_an_error_not_spooled(chdb_root, tmp_path):
+    unmigrated = chdb_root.with_database("sink_no_tables")  # no tables: every insert fails for good
+    sink = open_sink(unmigrated, data_dir=str(tmp_path))
+    try:
+        with pytest.raises(StoreError):
+            sink.accept(make_batch(0, 1, started_at_ns=now_ns()))
+        assert sink.stats()["spool_batches"] == 0
+    finally:
+        sink.close()
+        chdb_root.execute("DROP DATABASE IF EXISTS sink_no_tables SYNC")
+
+
+def test_an_unreadable_spool_file_is_moved_aside(store, tmp_path):
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    (spool_dir / "00000000000000000001-1-00000001.spool").write_bytes(b"garbage")
+    sink = open_sink(store, data_dir=str(tmp_path))
+    try:
+        wait_until(lambda: sink.stats()["spool_corrupt"] == 1)
+        assert (spool_dir / "corrupt" / "00000000000000000001-1-00000001.spool").exists()
+        sink.accept(make_batch(0, 1, started_at_ns=now_ns()))  # and the sink carries on
+    finally:
+        sink.close()
+
+
+def test_accept_after_close_is_backpressure(store, tmp_path):
+    sink = open_sink(store, data_dir=str(tmp_path))
+    sink.close()
+    with pytest.raises(Backpressure):
+        sink.accept(make_batch(0, 1, started_at_ns=now_ns()))

@@ -1,0 +1,98 @@
+"""spool: crash-safe files of acknowledged-but-unwritten groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptprism.collector.write.rows import build_tables
+from promptprism.collector.write.spool import MAGIC, Spool, SpoolCorrupt, SpooledGroup, SpoolFull, decode, encode
+
+from ..write_path_samples import BASE_NS, make_batch
+
+
+def group(first: int = 0) -> SpooledGroup:
+    batch = make_batch(first, 3, started_at_ns=BASE_NS)
+    return SpooledGroup("f" * 64, [batch.dedup_token], build_tables(batch.spans, batch.records))
+
+
+def test_round_trip_keeps_tables_tokens_and_counts():
+    original = group()
+    copy = decode(encode(original))
+    assert copy.token == original.token and copy.batch_tokens == original.batch_tokens
+    assert copy.tables.content_keys == original.tables.content_keys
+    assert (copy.tables.spans, copy.tables.requests) == (3, 3)
+    for name, table in original.tables.tables.items():
+        assert copy.tables.tables[name].equals(table), name
+
+
+def test_files_replay_in_write_order_and_are_removed(tmp_path):
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    paths = [spool.write(group(n)) for n in range(3)]
+    assert spool.pending() == paths and spool.depth_files == 3
+    assert spool.depth_bytes == sum(path.stat().st_size for path in paths)
+    assert spool.read(paths[1]).tables.tables["requests"].column("request_id").to_pylist()[0] == f"{2:016x}"
+    spool.remove(paths[0])
+    assert spool.pending() == paths[1:]
+    # A new process sees the same files.
+    assert Spool(tmp_path, max_bytes=10**8, max_files=10).pending() == paths[1:]
+
+
+def test_a_write_cut_short_is_discarded_at_start(tmp_path):
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    kept = spool.write(group())
+    (tmp_path / ".tmp-00000000000000000001-1-00000001.spool").write_bytes(encode(group())[:100])
+    reopened = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    assert reopened.pending() == [kept]
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_bounds_raise_spool_full(tmp_path):
+    size = len(encode(group()))
+    spool = Spool(tmp_path, max_bytes=size * 2, max_files=10)
+    spool.write(group())
+    spool.write(group())
+    with pytest.raises(SpoolFull):
+        spool.write(group())
+    by_count = Spool(tmp_path / "other", max_bytes=10**9, max_files=1)
+    by_count.write(group())
+    with pytest.raises(SpoolFull):
+        by_count.write(group())
+
+
+@pytest.mark.parametrize("damage", [
+    lambda data: data[:-10],  # truncated
+    lambda data: data[:-5] + b"XXXXX",  # body changed
+    lambda data: b"NOTSPOOL" + data[8:],  # not ours
+    lambda data: MAGIC + b"\xff\xff\xff\xff",  # header length beyond the file
+])
+def test_damaged_files_are_detected_and_quarantined(tmp_path, damage):
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    path = spool.write(group())
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(SpoolCorrupt):
+        spool.read(path)
+    moved = spool.quarantine(path)
+    assert moved.parent.name == "corrupt" and spool.pending() == []
+
+
+def _with_header(header_object) -> bytes:
+    """A spool file whose header is valid JSON with a matching checksum but the wrong shape."""
+    import hashlib
+    import json
+    import struct
+
+    body = b""
+    if isinstance(header_object, dict):
+        header_object = {**header_object, "sha256": hashlib.sha256(body).hexdigest()}
+    header = json.dumps(header_object).encode()
+    return MAGIC + struct.pack(">I", len(header)) + header + body
+
+
+@pytest.mark.parametrize("header_object", [
+    ["a", "list"],  # not an object
+    {"tables": [["requests", 5]]},  # a table past the body, keys missing
+    {"tables": "nope", "token": "t"},
+])
+def test_wrongly_shaped_headers_are_corrupt_not_a_crash(header_object):
+    with pytest.raises(SpoolCorrupt):
+        decode(_with_header(header_object))

@@ -1,0 +1,137 @@
+"""Conversion in worker processes: the same tables as in-process, the same
+answers for bad payloads, and a worker that dies mid-export costs one
+retryable answer, not a hung receiver."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import grpc
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from promptprism.collector.otlp import MalformedPayload
+from promptprism.collector.write.convert import KIND_LOGS, KIND_TRACES, convert
+from promptprism.collector.write.sink import Backpressure
+from promptprism.collector.write.workers import ConversionPool, shared_pool
+
+from ..collector_harness import count_rows, running_collector
+from ..log_samples import logs_payload
+from ..otlp.test_decode import otlp_json
+from ..receive.test_receive import PARTS, _grpc_export, _payload, assert_exact_map
+
+LOGS_PATH = "/v1/logs"
+
+
+def _request_id(payload: bytes) -> str:
+    return ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans[0].span_id.hex()
+
+
+def _big_payload(spans: int = 600, events: int = 60) -> bytes:
+    """An export that takes a worker well over a second: time to kill it mid-way."""
+    request = ExportTraceServiceRequest.FromString(_payload())
+    template = request.resource_spans[0].scope_spans[0].spans[0]
+    while len(template.events) < events:
+        template.events.append(template.events[len(template.events) % 3])
+    scope_spans = request.resource_spans[0].scope_spans[0]
+    for number in range(1, spans):
+        span = scope_spans.spans.add()
+        span.CopyFrom(template)
+        span.span_id = (number + 1).to_bytes(8, "big")
+    return request.SerializeToString()
+
+
+def _assert_same(left, right):
+    assert left.tables.tables.keys() == right.tables.tables.keys()
+    for name, table in left.tables.tables.items():
+        assert table.equals(right.tables.tables[name]), name
+    for field in ("content_keys", "spans", "requests"):
+        assert getattr(left.tables, field) == getattr(right.tables, field)
+    for field in ("dedup_token", "received", "rejected", "error_message", "requests", "mapped_blocks",
+                  "unmapped_reasons", "genai_events", "other_log_records", "unjoinable_genai_events"):
+        assert getattr(left, field) == getattr(right, field), field
+
+
+@pytest.mark.parametrize("kind, payload, encoding", [
+    (KIND_TRACES, _payload(), "protobuf"),
+    (KIND_TRACES, otlp_json(), "json"),
+    (KIND_LOGS, logs_payload(), "protobuf"),
+])
+def test_a_worker_builds_the_tables_the_collector_process_builds(kind, payload, encoding):
+    _assert_same(shared_pool(1).convert(kind, payload, encoding), convert(kind, payload, encoding))
+
+
+def test_a_malformed_payload_comes_back_as_malformed():
+    with pytest.raises(MalformedPayload) as raised:
+        shared_pool(1).convert(KIND_TRACES, b"\xff\xff\xff\xff\xff", "protobuf")
+    assert raised.value.summary == "not an OTLP ExportTraceServiceRequest"
+
+
+def test_past_the_queue_bound_exports_are_refused_retryable():
+    pool = ConversionPool(1)
+    pool._in_flight = pool.max_in_flight  # every slot taken by exports still converting
+    with pytest.raises(Backpressure):
+        pool.convert(KIND_TRACES, _payload(), "protobuf")
+    pool.close()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_traces_and_logs_over_grpc_and_http(store, tmp_path, workers):
+    with running_collector(store, tmp_path, ingest_workers=workers) as collector:
+        assert (collector.grpc.ingest.pool is None) == (workers == 0)
+        grpc_payload, http_payload = _payload(), _payload()
+        _grpc_export(collector, grpc_payload)
+        base = collector.endpoints()["otlp_http"]
+        assert httpx.post(base + "/v1/traces", content=http_payload,
+                          headers={"Content-Type": "application/x-protobuf"}).status_code == 200
+        assert httpx.post(base + LOGS_PATH, content=logs_payload(),
+                          headers={"Content-Type": "application/x-protobuf"}).status_code == 200
+        assert httpx.post(base + "/v1/traces", content=b"\xff\xff\xff\xff\xff",
+                          headers={"Content-Type": "application/x-protobuf"}).status_code == 400
+        with pytest.raises(grpc.RpcError) as refused:
+            _grpc_export(collector, b"\x0a\x7fshort")
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for payload in (grpc_payload, http_payload):
+        assert_exact_map(store, _request_id(payload), PARTS)
+    assert count_rows(store, "genai_events") > 0
+
+
+def test_a_worker_killed_mid_export_answers_retryable_and_the_pool_recovers(store, tmp_path):
+    with running_collector(store, tmp_path, ingest_workers=1) as collector:
+        pool = collector.grpc.ingest.pool
+        _grpc_export(collector, _payload())  # the worker is up
+        answers: list = []
+
+        def send() -> None:
+            try:
+                answers.append(_grpc_export(collector, _big_payload()))
+            except grpc.RpcError as error:
+                answers.append(error)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        deadline = time.monotonic() + 30
+        while pool.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.2)  # the worker has the export: it is being converted
+        for pid in pool.worker_pids():
+            os.kill(pid, signal.SIGKILL)
+        sender.join(60)
+        assert not sender.is_alive()
+        assert isinstance(answers[0], grpc.RpcError) and answers[0].code() == grpc.StatusCode.UNAVAILABLE
+        later = _payload()
+        _grpc_export(collector, later)
+        assert pool.restarts >= 1
+    assert_exact_map(store, _request_id(later), PARTS)
+
+
+def test_bad_setting_is_refused():
+    from promptprism.collector.config import CollectorConfig, ConfigError
+
+    with pytest.raises(ConfigError, match="PROMPTPRISM_INGEST_WORKERS"):
+        CollectorConfig.load({"ingest_workers": "-1"}, environ={})
+    assert CollectorConfig.load({}, environ={"PROMPTPRISM_INGEST_WORKERS": "0"}).ingest_workers == 0
