@@ -17,7 +17,7 @@ brackets, commas, every other parameter) is the remainder:
 A class owns whole values: each message element, each tool element, the
 ``system`` / ``instructions`` value. Tool results and attachments are subsets
 of ``messages``, counted separately to show where history weight comes from.
-:mod:`.dialects` knows where each dialect keeps them.
+:mod:`._dialects` knows where each dialect keeps them.
 
 The manifest holds no free text. Identifiers (model, tool names, effort words)
 appear only when they pass ``safe_text.IDENTIFIER_PATTERN``; anything else becomes a

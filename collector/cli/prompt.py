@@ -20,7 +20,7 @@ from ..read.formatting import byte_size, signed_byte_size, signed_count
 from . import CommandError
 from ._client import get_json
 
-# The shortest prefix the API accepts (collector.reads.REQUEST_ID_PREFIX_MIN);
+# The shortest prefix the API accepts (collector.read.lookups.REQUEST_ID_PREFIX_MIN);
 # checked here too so a typo is named without a round trip.
 _REQUEST_ID = re.compile(r"[0-9a-fA-F]{4,16}")
 

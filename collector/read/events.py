@@ -1,12 +1,12 @@
 """GenAI content events joined to their request at read time. Pure.
 
 A request whose span carries no content (another instrumentation sent it as
-log records, ``logs``) is completed here from its ``genai_events`` rows,
+log records, ``write.genai_events``) is completed here from its ``genai_events`` rows,
 found by (trace_id, span_id): the events are turned back into the content
 attributes the span would have carried under the latest GenAI conventions
 (``gen_ai.input.messages`` with the system message inside, role ``system``;
 ``gen_ai.output.messages``), and those attributes go through the very code
-that reassembles a span (``reassemble.build_record``). So the request comes
+that reassembles a span (``write.reassemble.build_record``). So the request comes
 out exactly as if its content had come on the span: the system prompt as one
 unmapped block with its size and hash, the message history, the response.
 

@@ -85,7 +85,7 @@ def resolve_request_id(store: Store, text: str) -> str:
 
 def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.JoinedContent:
     """Complete ``rows`` (in place) with content that travelled as OTLP log
-    records; the one place the read side joins them (see ``log_join``)."""
+    records; the one place the read side joins them (see ``events``)."""
     return events.join_events(rows, queries.genai_events_for(store, events.event_keys(rows)))
 
 

@@ -10,7 +10,7 @@ Tables are ReplacingMergeTree (a resent batch collapses into one row), so
 every read uses ``FINAL``.
 
 The functions here only fetch rows; turning rows into request objects is
-``requests_view``'s job.
+``request_view``'s job.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ ORDER BY started_at, request_id
 LIMIT {{limit:UInt32}}
 """
 
-# content_sha256 and redacted: see migration 005 (requests_view.content_key
+# content_sha256 and redacted: see migration 005 (request_view.content_key
 # falls back to sha256 for rows written before it).
 BLOCKS_FOR_REQUESTS = """
 SELECT request_id, toString(toDate(started_at)) AS day,
@@ -117,7 +117,7 @@ ORDER BY request_id, `index`
 # Content is stored once per (day, sha256 of the text); a request on day D
 # finds its text in partition D (see the schema), so both halves of the key
 # are bound. A block's or tool's key is its content_sha256, or its sha256 on
-# rows older than migration 005 (requests_view.content_key).
+# rows older than migration 005 (request_view.content_key).
 # The output alias must not be `day`: ClickHouse lets an alias shadow the
 # column inside WHERE, and the string would then be compared with dates.
 CONTENTS_BY_KEY = """
@@ -127,7 +127,7 @@ WHERE day IN JSONExtract({days:String}, 'Array(Date)')
   AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
 """
 
-# GenAI content events of some requests, for the read-time join (log_join):
+# GenAI content events of some requests, for the read-time join (``events``):
 # instrumentations that send content as log records leave it off the span.
 # Both id lists are bound; the caller keeps the (trace_id, span_id) pairs it
 # asked for. ORDER BY matches the table's, so the look-up reads few granules.

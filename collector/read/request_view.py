@@ -1,4 +1,4 @@
-"""Store rows → the request objects of SPEC §5 (the diff between two is ``prompt_diff``).
+"""Store rows → the request objects of SPEC §5 (the diff between two is ``diff``).
 
 Pure functions, no I/O: ``queries`` fetches rows, this module shapes them,
 and the API, the inspector and (through the API) the CLI show the result.
@@ -169,7 +169,7 @@ def previous_requests(
 def content_key(row: Mapping[str, Any]) -> tuple[str, str]:
     """Where a block or tool row's text is in ``contents``: (day, sha256 of
     the stored text). Rows written before migration 005 (and the blocks
-    log_join builds) have no content_sha256; their text is under ``sha256``."""
+    ``events`` builds) have no content_sha256; their text is under ``sha256``."""
     return row["day"], row.get("content_sha256") or row["sha256"]
 
 

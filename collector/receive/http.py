@@ -40,7 +40,7 @@ LOGS_PATH = "/v1/logs"
 TRANSPORT = "http"
 PROTOBUF_TYPE = "application/x-protobuf"
 JSON_TYPE = "application/json"
-# Exports decoded and written at once; as for gRPC (receive_grpc.MAX_WORKERS),
+# Exports decoded and written at once; as for gRPC (grpc.MAX_WORKERS),
 # each holds up to the receive limit in memory while the sink writes it.
 MAX_CONCURRENT_EXPORTS = 8
 # Exports whose bodies may be held in memory at once (being read, waiting for

@@ -5,7 +5,7 @@ the util-genai family) send prompt content as log records carrying their
 span's trace and span ids: ``gen_ai.<role>.message`` and ``gen_ai.choice``
 (older conventions), ``gen_ai.client.inference.operation.details`` (newer).
 Those become ``GenAIEvent``s, stored in ``genai_events`` and joined to their
-request at read time (``log_join``) — the receiver never waits for the other
+request at read time (``read.events``) — the receiver never waits for the other
 half, which may arrive earlier, later, or at another replica.
 
 Every other log record, and a GenAI event without span context (it cannot

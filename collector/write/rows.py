@@ -165,7 +165,7 @@ def content_sha256(item: Block | ToolDefinition) -> str:
 
 def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
     # Column by column from flat lists: tens of thousands of blocks per
-    # export, so no per-row tuple or dict (see columns.py).
+    # export, so no per-row tuple or dict (see _columns.py).
     records = [record for record in records if record.blocks]
     counts = [len(record.blocks) for record in records]
     blocks = [block for record in records for block in record.blocks]

@@ -1,7 +1,7 @@
 """Instrument an official ``anthropic`` client: Messages, sync and async, streamed or not.
 
 Does not import the ``anthropic`` library (the base install has none): it
-wraps the client's httpx transport, see :mod:`.transport`.
+wraps the client's httpx transport, see :mod:`._transport`.
 
 >>> client = instrument_anthropic(Anthropic(), context_window=200_000)
 """

@@ -2,7 +2,7 @@
 
 Pure: the transport calls it only when content capture is on, on the body
 the SDK is about to send. Each dialect's non-system messages (as
-:mod:`..dialects` finds them) become ``{"role", "parts"}`` objects with
+:mod:`.._dialects` finds them) become ``{"role", "parts"}`` objects with
 ``text``, ``tool_call`` and ``tool_call_response`` parts; attachments are
 named by their kind, never copied.
 """

@@ -1,7 +1,7 @@
 """Instrument an official ``openai`` client: Chat Completions and Responses, sync and async.
 
 Does not import the ``openai`` library (the base install has none): it wraps
-the client's httpx transport, see :mod:`.transport`.
+the client's httpx transport, see :mod:`._transport`.
 
 >>> client = instrument_openai(OpenAI(), context_window=128_000)
 """

@@ -6,8 +6,8 @@ Wrapping that method on the instance sees the exact bytes that go out, so the
 manifest describes the body the provider receives (after the SDK's own
 defaults, aliases and serialisation), and every retry is its own span.
 
-The span starts when the request is sent (here); :mod:`.recording` watches
-the response until it is over, and :mod:`.input_messages` turns the body into
+The span starts when the request is sent (here); :mod:`._recording` watches
+the response until it is over, and :mod:`._input_messages` turns the body into
 captured input messages when content capture is on.
 
 Nothing here raises into the application: every step of ours is guarded and

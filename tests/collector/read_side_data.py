@@ -2,7 +2,7 @@
 
 ``build_record`` makes a RequestRecord the way reassembly would: blocks tile
 the prompt by UTF-8 byte offsets and carry real sha256 digests. ``write``
-stores them through the write path's own ``collector.rows`` tables.
+stores them through the write path's own ``collector.write.rows`` tables.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Cache queries: which block broke the provider's prompt cache, and which sits in the wrong place.
 
 One analysis compares each mapped request with the previous request of its
-lineage (collector/lineage.py: same conversation, service, provider, model
+lineage (collector/read/lineage.py: same conversation, service, provider, model
 and process kind; without a conversation, trace and process), block by
 block, and weighs that against what the provider reported; the queries here
 group its rows per request, per changed block, per misplaced turn block and

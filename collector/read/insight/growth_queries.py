@@ -93,7 +93,7 @@ _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
 
-# Growth is compared within lineages (collector/lineage.py): a part's bytes per
+# Growth is compared within lineages (collector/read/lineage.py): a part's bytes per
 # request in the current period against the same lineage's in the previous
 # period, so a shift in traffic between services or models is not growth. Only
 # lineages with requests in both periods are compared; each weighs as many

@@ -145,7 +145,7 @@ def layer_legend(requests: list[Mapping[str, Any]]) -> list[str]:
 
 
 def _ns(rfc3339_text: str) -> int:
-    """Nanoseconds of an RFC 3339 UTC string produced by requests_view.rfc3339."""
+    """Nanoseconds of an RFC 3339 UTC string produced by request_view.rfc3339."""
     whole, _, fraction = rfc3339_text.rstrip("Z").partition(".")
     moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
     return int(moment.timestamp()) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])

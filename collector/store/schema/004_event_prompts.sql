@@ -3,7 +3,7 @@
 -- Placeholders (string.Template): ${db} database, ${ttl_days} retention.
 --
 -- The read side's loader completes a request from its GenAI events in Python
--- (log_join: events → span content attributes → reassemble). SQL readers get
+-- (read/events.py: events → span content attributes → reassemble). SQL readers get
 -- the same answer from the views below: `prompt_requests` and `prompt_blocks`
 -- are `requests` and `blocks` with the system prompt of an event-only request
 -- filled in, as one unmapped block with the size and hash the API serves.
@@ -20,8 +20,8 @@
 --   ('input_messages', …) operation-details event: the system and developer
 --                         messages of gen_ai.input.messages, joined by a blank line
 --   ('message', …)        gen_ai.<role>.message event of role system or developer
--- The text is extracted exactly as log_join + system_prompt do it in Python
--- (tests/insight/test_event_prompts.py holds the two side by side):
+-- The text is extracted exactly as read/events.py + system_prompt do it in Python
+-- (tests/collector/read/insight/test_event_prompts.py holds the two side by side):
 -- a part list's text parts are concatenated; a text part is a string or an
 -- object whose `type` is absent or "text"; its text is `content` else `text`
 -- in the span conventions, `text` else `content` in the older event bodies.
@@ -98,7 +98,7 @@ MATERIALIZED CAST(arrayConcat(
 
 -- One row per request whose GenAI events carry a system prompt: the text the
 -- read side's join would build, as its size in bytes, hash and source
--- attribute. Precedence as in log_join: the newest gen_ai.system_instructions
+-- attribute. Precedence as in read/events.py: the newest gen_ai.system_instructions
 -- with text; else the newest operation-details gen_ai.input.messages (even
 -- one without a system message: it replaces the older per-message events);
 -- else the older per-message events in time order, joined by a blank line.
@@ -127,7 +127,7 @@ FROM (
 WHERE text IS NOT NULL AND text != '';
 
 -- `requests` with the system prompt of event-only requests filled in, under
--- the same conditions as log_join: the span has no block map and no blocks,
+-- the same conditions as read/events.py: the span has no block map and no blocks,
 -- and a prompt hash on the span (if any) matches the text. Such a request
 -- has prompt_bytes, prompt_sha256 and block_count 1 as the API serves it;
 -- prompt_from_events and prompt_source say where they came from. Read it

@@ -1,4 +1,4 @@
-"""decode_logs: OTLP log payloads (protobuf, JSON) → DecodedLogRecord."""
+"""otlp.logs: OTLP log payloads (protobuf, JSON) → DecodedLogRecord."""
 
 from __future__ import annotations
 

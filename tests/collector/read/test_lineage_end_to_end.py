@@ -2,7 +2,7 @@
 
 Two services and two models share conversation ids (as the demo's gateway,
 worker and compactor do). A lineage is the conversation with the same
-service, provider, model and process kind (``collector/lineage.py``); no
+service, provider, model and process kind (``collector/read/lineage.py``); no
 answer may compare a request with one of another lineage: not ``previous``,
 not the trace page's growth, not ``prompt diff`` by default, not a cache
 verdict, not growth attribution. On one day one of the gateway's lineages

@@ -1,4 +1,4 @@
-"""log_join: GenAI events → the content the span would have carried, joined to request rows."""
+"""read.events: GenAI events → the content the span would have carried, joined to request rows."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The scripted scenario written through the write path's own row builder
-(collector/rows.py) into a fresh migrated database."""
+(collector/write/rows.py) into a fresh migrated database."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """System prompts that arrived as OTLP log events, as SQL readers see them.
 
 The read side's loader joins GenAI events to their request in Python
-(log_join); the views of migration 004 (`prompt_requests`, `prompt_blocks`)
+(read/events.py); the views of migration 004 (`prompt_requests`, `prompt_blocks`)
 must give every SQL reader — the insight queries, so the API insight
 routes, the CLI, the overview page and the Grafana panels — the same system
 prompt: one unmapped block with the size and hash the API serves. Each case
