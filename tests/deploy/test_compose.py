@@ -3,6 +3,7 @@ checked by parsing (no Docker here)."""
 
 from __future__ import annotations
 
+import ast
 import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -76,8 +77,12 @@ def test_dockerfile_exposes_what_compose_publishes(compose):
     exposed = {int(port) for port in re.search(r"^EXPOSE (.+)$", text, re.M).group(1).split()}
     assert set(_published(compose["services"]["collector"])) == exposed
     assert "'.[collector]'" in text and 'CMD ["collector"]' in text
-    for path in re.findall(r"^COPY (\S+)", text, re.M):
+    copied = re.findall(r"^COPY (\S+)", text, re.M)
+    for path in copied:
         assert (ROOT / path).exists(), path
+    # Every package folder setup.py maps is in the image, or `pip install .` leaves it out.
+    top_level = ast.literal_eval(re.search(r"^TOP_LEVEL = (.+)$", (ROOT / "setup.py").read_text(), re.M).group(1))
+    assert set(top_level) <= set(copied), set(top_level) - set(copied)
 
 
 def test_grafana_installs_the_plugin_and_mounts_provisioning(compose):
