@@ -5,10 +5,11 @@ otherwise create a client span for every OTLP request we send, which is
 exported in the next batch, which creates another span: a feedback loop that
 also fills the collector with spans about itself.
 
-The SDK's BatchSpanProcessor already sets the generic suppression key around
-``export``; this wrapper sets it for every call into the exporter (shutdown and
-force_flush too, and under any processor), and also sets the HTTP-only key and
-the plain-string key that older instrumentations check.
+The SDK's BatchSpanProcessor already sets OpenTelemetry's suppression key
+around ``export``; this wrapper sets it for every call into the exporter
+(shutdown and force_flush too, and under any processor), with the same keys
+opentelemetry-instrumentation's ``suppress_instrumentation()`` and
+``suppress_http_instrumentation()`` set.
 """
 
 from __future__ import annotations
@@ -21,23 +22,21 @@ from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+# OpenTelemetry's own keys, the objects the SDK's span processors set and
+# opentelemetry-instrumentation's is_instrumentation_enabled() /
+# is_http_instrumentation_enabled() check. opentelemetry-api keeps them in
+# opentelemetry.context without a public name (its FIXME waits for the
+# specification); the public helpers live in opentelemetry-instrumentation,
+# which would bring wrapt into every application, so we set the same keys.
+# A key made here with context.create_key would never equal them.
+from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY as SUPPRESS_HTTP_INSTRUMENTATION_KEY
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as SUPPRESS_INSTRUMENTATION_KEY
+
 logger = logging.getLogger(__name__)
 
-# The keys the SDK and opentelemetry-instrumentation's utils check. They live
-# in a private spot of opentelemetry.context (its own FIXME says so); importing
-# them is what the SDK's own processors do, and the fallback keeps a future
-# move from breaking the application.
-try:
-    from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, _SUPPRESS_INSTRUMENTATION_KEY
-except ImportError:  # a future SDK moved them: fall back to creating matching keys
-    _SUPPRESS_INSTRUMENTATION_KEY = context.create_key("suppress_instrumentation")
-    _SUPPRESS_HTTP_INSTRUMENTATION_KEY = context.create_key("suppress_http_instrumentation")
-
-# Instrumentations written before the key objects existed look up this string.
+# opentelemetry-instrumentation sets and checks this plain string too, for
+# instrumentations written before the key objects existed.
 SUPPRESS_INSTRUMENTATION_PLAIN_KEY = "suppress_instrumentation"
-
-SUPPRESS_INSTRUMENTATION_KEY = _SUPPRESS_INSTRUMENTATION_KEY
-SUPPRESS_HTTP_INSTRUMENTATION_KEY = _SUPPRESS_HTTP_INSTRUMENTATION_KEY
 
 
 @contextmanager

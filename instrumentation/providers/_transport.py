@@ -26,6 +26,12 @@ from typing import Any, Callable, Mapping, Union
 
 from opentelemetry import context as otel_context
 
+# OpenTelemetry's suppression key, which the SDK's span processors set around
+# export. opentelemetry-api has no public name for it; the public check,
+# opentelemetry-instrumentation's is_instrumentation_enabled(), tests this key
+# and the plain string below, and applications need not install that package.
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as SUPPRESS_INSTRUMENTATION_KEY
+
 from ...wire import names
 from .._capture import span_content_enabled
 from .._dialects import system_prompt_text, tool_definitions
@@ -35,13 +41,7 @@ from ..manifest import build_manifest
 from ._input_messages import input_messages
 from ._recording import Recording, observe_response
 
-# The context keys OpenTelemetry exporters set around their own requests. They
-# live in a private spot of opentelemetry.context; the string fallback is what
-# older instrumentations check.
-try:
-    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
-except ImportError:  # a future SDK moved it
-    _SUPPRESS_INSTRUMENTATION_KEY = otel_context.create_key("suppress_instrumentation")
+# Set and checked by opentelemetry-instrumentation for older instrumentations.
 SUPPRESS_INSTRUMENTATION_PLAIN_KEY = "suppress_instrumentation"
 
 # Marks an instrumented httpx client: its original ``send`` and our settings.
@@ -97,7 +97,7 @@ class ProviderSettings:
 
 
 def _suppressed() -> bool:
-    return bool(otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY)
+    return bool(otel_context.get_value(SUPPRESS_INSTRUMENTATION_KEY)
                 or otel_context.get_value(SUPPRESS_INSTRUMENTATION_PLAIN_KEY))
 
 

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import requests
-from opentelemetry import context
-from opentelemetry.sdk.trace import SpanProcessor
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.instrumentation.utils import is_http_instrumentation_enabled, is_instrumentation_enabled
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from promptprism.exporter import SuppressInstrumentationSpanExporter, configure
-from promptprism.exporter._suppression import (
-    SUPPRESS_HTTP_INSTRUMENTATION_KEY,
-    SUPPRESS_INSTRUMENTATION_KEY,
-    SUPPRESS_INSTRUMENTATION_PLAIN_KEY,
-)
-
-KEYS = (SUPPRESS_INSTRUMENTATION_KEY, SUPPRESS_HTTP_INSTRUMENTATION_KEY, SUPPRESS_INSTRUMENTATION_PLAIN_KEY)
+from promptprism.exporter import SuppressInstrumentationSpanExporter, configure, suppressed_instrumentation
 
 
 def instrumentation_enabled() -> bool:
-    """What opentelemetry-instrumentation's is_http_instrumentation_enabled() checks."""
-    return not any(context.get_value(key) for key in KEYS)
+    """What an HTTP client instrumentation checks: opentelemetry-instrumentation's own test of
+    OpenTelemetry's keys (a key of our own would leave it True)."""
+    return is_http_instrumentation_enabled()
 
 
 class ContextRecordingExporter(SpanExporter):
@@ -55,6 +49,26 @@ def test_the_wrapper_returns_failure_instead_of_raising():
 
     assert SuppressInstrumentationSpanExporter(Exploding()).export([]) is SpanExportResult.FAILURE
     assert instrumentation_enabled()
+
+
+def test_suppression_sets_the_keys_the_sdk_and_instrumentations_check():
+    seen = []
+
+    class Recording(SpanExporter):
+        def export(self, spans):
+            seen.append(is_instrumentation_enabled())  # inside the SDK's BatchSpanProcessor: suppressed
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Recording()))
+    provider.get_tracer("test").start_span("span").end()
+    assert provider.force_flush()
+    provider.shutdown()
+    with suppressed_instrumentation():
+        seen.append(is_instrumentation_enabled())
+        seen.append(is_http_instrumentation_enabled())
+    assert seen == [False, False, False]
+    assert is_instrumentation_enabled() and is_http_instrumentation_enabled()
 
 
 class StartedSpans(SpanProcessor):

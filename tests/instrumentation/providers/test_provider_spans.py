@@ -10,8 +10,9 @@ import uuid
 import anthropic
 import openai
 import pytest
-from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
 from promptprism.instrumentation import TemplateCatalog, block, correlation, failure_count
@@ -296,13 +297,35 @@ def test_recording_failures_never_reach_the_app(fake_provider, spans, monkeypatc
     assert spans.finished() == []
 
 
-def test_suppressed_instrumentation_is_not_recorded(fake_provider, spans):
+def test_a_request_made_inside_the_sdks_export_path_is_not_recorded(fake_provider, spans):
+    """The SDK's BatchSpanProcessor sets OpenTelemetry's suppression key around export: a provider
+    call made from there (an exporter's own traffic) is not recorded, and one made outside is."""
     client = make_client(names.DIALECT_CHAT_COMPLETIONS, fake_provider, spans, is_async=False)
-    token = otel_context.attach(otel_context.set_value(transport._SUPPRESS_INSTRUMENTATION_KEY, True))
-    try:
+    answers = []
+
+    class CallingExporter(SpanExporter):
+        def export(self, batch):
+            answers.append(client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}]))
+            return SpanExportResult.SUCCESS
+
+    other_provider = TracerProvider()
+    other_provider.add_span_processor(BatchSpanProcessor(CallingExporter()))
+    other_provider.get_tracer("app").start_span("work").end()
+    assert other_provider.force_flush()
+    other_provider.shutdown()
+    assert len(answers) == 1 and answers[0].choices[0].message.content  # the call went through
+    assert spans.finished() == []
+    # Control: a provider call outside the export path is recorded.
+    client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert len(spans.finished()) == 1
+
+
+def test_opentelemetry_instrumentations_suppression_is_honoured(fake_provider, spans):
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    client = make_client(names.DIALECT_CHAT_COMPLETIONS, fake_provider, spans, is_async=False)
+    with suppress_instrumentation():
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
-    finally:
-        otel_context.detach(token)
     assert spans.finished() == []
 
 
