@@ -42,7 +42,7 @@ import re
 import sys
 
 from .base import Store
-from .migrations import Migration, load_migrations
+from .migrations import Migration, apply_migrations, load_migrations
 
 from ..config import PROMPTPRISM_CLICKHOUSE_CLUSTER
 
@@ -196,7 +196,8 @@ def load_cluster_migrations(*, database: str, retention_days: int, cluster: str)
         raise ClusterDDLError(f"cluster name {cluster!r} must be an identifier")
     return [
         Migration(migration.version, migration.name,
-                  tuple(out for statement in migration.statements for out in translate(statement, cluster)))
+                  tuple(out for statement in migration.statements for out in translate(statement, cluster)),
+                  migration.apply)
         for migration in load_migrations(database=database, retention_days=retention_days)
     ]
 
@@ -216,19 +217,9 @@ def migrate_cluster(store: Store, cluster: str, *, up_to: int | None = None) -> 
         store.execute(statement)
     done = {int(row["version"]) for row in
             store.query(f"SELECT version FROM {store.database}.schema_migrations FINAL")}
-    applied = []
-    for migration in load_cluster_migrations(database=store.database, retention_days=store.retention_days,
-                                             cluster=cluster):
-        if migration.version in done or (up_to is not None and migration.version > up_to):
-            continue
-        for statement in migration.statements:
-            store.execute(statement)
-        store.execute(
-            f"INSERT INTO {store.database}.schema_migrations (version, name) VALUES ({{version:UInt32}}, {{name:String}})",
-            {"version": migration.version, "name": migration.name},
-        )
-        applied.append(migration.name)
-    return applied
+    migrations = load_cluster_migrations(database=store.database, retention_days=store.retention_days,
+                                         cluster=cluster)
+    return apply_migrations(store, migrations, done, up_to=up_to)
 
 
 def script(*, database: str, retention_days: int, cluster: str) -> str:
@@ -238,6 +229,11 @@ def script(*, database: str, retention_days: int, cluster: str) -> str:
     lines.extend(statement + ";" for statement in preamble(database, cluster))
     for migration in load_cluster_migrations(database=database, retention_days=retention_days, cluster=cluster):
         lines.append(f"\n-- {migration.name}")
+        if migration.is_python:
+            # Not recorded here: the first `promptprism migrate` or collector start-up runs it.
+            lines.append(f"-- a Python step (a backfill): applied by `promptprism migrate` or the collector's "
+                         "start-up migration, not by this script")
+            continue
         lines.extend(statement + ";" for statement in migration.statements)
         # Migration names are our own file names ([a-z0-9_]), safe to quote.
         lines.append(f"INSERT INTO {database}.schema_migrations (version, name) "
