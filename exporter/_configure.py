@@ -10,18 +10,23 @@ start-up; a bad one raises :class:`ConfigurationError` naming the variable.
 tested without sockets; :func:`configure` builds the SDK objects from it.
 
 Variable names come from ``opentelemetry.sdk.environment_variables`` so each
-is spelled once, where the SDK defines it.
+is spelled once, where the SDK defines it, and the values are read with
+OpenTelemetry's own parsers: ``parse_env_headers`` for the headers, and
+``Resource.create`` (the SDK's ``OTELResourceDetector``) for
+``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME``.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import (
@@ -41,11 +46,11 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
     OTEL_RESOURCE_ATTRIBUTES,
-    OTEL_SERVICE_NAME,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.util.re import parse_env_headers
 
 from ._batching import DEFAULT_MAX_REQUEST_BYTES, SizeBoundedSpanExporter
 from ._suppression import SuppressInstrumentationSpanExporter
@@ -96,8 +101,12 @@ DEFAULT_SCHEDULE_DELAY_MILLIS = 1000
 # 128 events). They are explicit there, so OTEL_SPAN_*_LIMIT variables cannot
 # shrink them; only the span_limits argument replaces them.
 
-# RFC 9110 token characters: what a header name (and gRPC metadata key) may hold.
+# RFC 9110 token characters: what a header name (and gRPC metadata key) may
+# hold. Checked on the headers argument; parse_env_headers checks the variables.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9a-z]+$")
+# Where parse_env_headers logs an entry it skips (with its value, which may be
+# a token): muted while we parse, because we refuse the entry ourselves.
+_HEADER_PARSER_LOGGER = "opentelemetry.util.re"
 
 
 class ConfigurationError(ValueError):
@@ -117,6 +126,9 @@ class ExportSettings:
     timeout_seconds: float
     # gRPC only: plaintext channel. https endpoints are always secure.
     insecure: bool
+    # Given as arguments (service_name, resource_attributes). configure() builds
+    # the resource with Resource.create, which adds OTEL_RESOURCE_ATTRIBUTES and
+    # OTEL_SERVICE_NAME through the SDK's OTELResourceDetector; these win.
     resource_attributes: Mapping[str, str]
     max_request_bytes: int
     max_queue_size: int
@@ -141,37 +153,72 @@ def _choose(argument: object, argument_name: str, environ: Mapping[str, str], *n
     return _environment_value(environ, *names)
 
 
-def _parse_key_values(text: str, source: str, *, lowercase_keys: bool) -> dict[str, str]:
-    """Parse the W3C-baggage-like ``key=value,key2=value2`` format of OTEL_*_HEADERS / RESOURCE_ATTRIBUTES."""
-    parsed: dict[str, str] = {}
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
+@contextmanager
+def _muted(logger_name: str) -> Iterator[None]:
+    logger = logging.getLogger(logger_name)
+
+    def mute(record: logging.LogRecord) -> bool:
+        return False
+
+    logger.addFilter(mute)
+    try:
+        yield
+    finally:
+        logger.removeFilter(mute)
+
+
+def _parse_header_variable(text: str, source: str) -> dict[str, str]:
+    """OTEL_*_HEADERS through OpenTelemetry's parse_env_headers, refusing what it would skip.
+
+    The parser logs and drops an entry it cannot read; an exporter missing
+    its Authorization header fails later and far away, so each entry is
+    parsed alone and one that yields nothing is a ConfigurationError (naming
+    the entry by position and name, never its value).
+    """
+    headers: dict[str, str] = {}
+    for position, entry in enumerate(text.split(","), start=1):
+        if not entry.strip():
             continue
-        key, separator, value = item.partition("=")
-        key = unquote(key).strip()
-        if not separator or not key:
-            raise ConfigurationError(f"{source}: expected key=value pairs separated by commas, got {item!r}")
-        if lowercase_keys:
-            key = key.lower()
-        parsed[key] = unquote(value).strip()
-    return parsed
+        with _muted(_HEADER_PARSER_LOGGER):
+            parsed = parse_env_headers(entry, liberal=True)
+        if not parsed:
+            name = entry.partition("=")[0].strip() if "=" in entry else ""
+            raise ConfigurationError(
+                f"{source}: entry {position}{f' ({name!r})' if name else ''} is not name=value with a valid "
+                "header name (the value URL-encoded), separated by commas")
+        headers.update(parsed)
+    return headers
 
 
 def _headers(value: object, source: str) -> dict[str, str]:
     if isinstance(value, str):
-        # gRPC metadata keys must be lowercase; HTTP header names are case-insensitive.
-        headers = _parse_key_values(value, source, lowercase_keys=True)
+        # parse_env_headers lowercases names: gRPC metadata keys must be, HTTP names are case-insensitive.
+        headers = _parse_header_variable(value, source)
     elif isinstance(value, Mapping):
         headers = {str(key).strip().lower(): str(header_value) for key, header_value in value.items()}
+        for name in headers:
+            if not _HEADER_NAME.match(name):
+                raise ConfigurationError(f"{source}: {name!r} is not a valid header name")
     else:
-        raise ConfigurationError(f"{source}: expected a mapping or a 'key=value,…' string, got {value!r}")
+        raise ConfigurationError(f"{source}: expected a mapping or a 'name=value,…' string, got {value!r}")
     for name, header_value in headers.items():
-        if not _HEADER_NAME.match(name):
-            raise ConfigurationError(f"{source}: {name!r} is not a valid header name")
         if any(character in header_value for character in "\r\n\0"):
             raise ConfigurationError(f"{source}: the value of {name!r} contains a line break or NUL")
     return headers
+
+
+def _check_resource_attributes(environ: Mapping[str, str]) -> None:
+    """Refuse an OTEL_RESOURCE_ATTRIBUTES entry the SDK's OTELResourceDetector would skip with a warning.
+
+    The detector reads the variable itself (in Resource.create); this only
+    finds, at start-up, the one thing it cannot read: an entry without ``=``.
+    """
+    found = _environment_value(environ, OTEL_RESOURCE_ATTRIBUTES)
+    if found is None:
+        return
+    for position, entry in enumerate(found[1].split(","), start=1):
+        if entry.strip() and "=" not in entry:
+            raise ConfigurationError(f"{found[0]}: entry {position} is not key=value (entries are separated by commas)")
 
 
 def _boolean(value: object, source: str) -> bool:
@@ -301,13 +348,8 @@ def resolve_settings(
     else:
         resolved_insecure = not scheme_is_secure
 
+    _check_resource_attributes(environ)
     attributes: dict[str, str] = {}
-    found = _environment_value(environ, OTEL_RESOURCE_ATTRIBUTES)
-    if found is not None:
-        attributes.update(_parse_key_values(found[1], found[0], lowercase_keys=False))
-    found = _environment_value(environ, OTEL_SERVICE_NAME)
-    if found is not None:
-        attributes[SERVICE_NAME] = found[1]
     if resource_attributes is not None:
         attributes.update({str(key): str(value) for key, value in resource_attributes.items()})
     if service_name is not None:
@@ -348,6 +390,12 @@ def resolve_settings(
         schedule_delay_millis=resolved_delay,
         span_limits=span_limits if span_limits is not None else _prompt_span_limits(),
     )
+
+
+def build_resource(settings: ExportSettings) -> Resource:
+    """The SDK's resource: defaults, OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (read by
+    Resource.create from the process environment), then the arguments' attributes over them."""
+    return Resource.create(dict(settings.resource_attributes))
 
 
 def build_otlp_exporter(settings: ExportSettings) -> SpanExporter:
@@ -429,7 +477,7 @@ def configure(*, set_global: bool = True, **overrides) -> ConfiguredTracing:
     settings = resolve_settings(os.environ, **overrides)
     span_exporter = build_span_exporter(settings)
     tracer_provider = TracerProvider(
-        resource=Resource.create(dict(settings.resource_attributes)),
+        resource=build_resource(settings),
         span_limits=settings.span_limits,
     )
     span_processor = BatchSpanProcessor(

@@ -9,7 +9,15 @@ import sys
 import pytest
 from opentelemetry.sdk.trace import SpanLimits
 
-from promptprism.exporter import DEFAULT_MAX_REQUEST_BYTES, ConfigurationError, resolve_settings
+from opentelemetry.util.re import parse_env_headers
+
+from promptprism.exporter import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    ConfigurationError,
+    build_resource,
+    configure,
+    resolve_settings,
+)
 from promptprism.instrumentation import span_limits_for_prompts
 
 
@@ -97,18 +105,39 @@ def test_headers_are_percent_decoded_and_lowercased():
     assert settings.headers == {"authorization": "Bearer secret=", "x-tenant": "a b"}
 
 
-def test_resource_attributes_and_service_name():
-    environ = {
-        "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=from-attributes,team=a%2Cb",
-        "OTEL_SERVICE_NAME": "checkout",
-    }
-    settings = resolve_settings(environ, resource_attributes={"team": "c"})
-    assert settings.resource_attributes == {
-        "deployment.environment": "prod",
-        # OTEL_SERVICE_NAME wins over service.name in OTEL_RESOURCE_ATTRIBUTES (specification).
-        "service.name": "checkout",
-        "team": "c",
-    }
+def test_headers_read_as_opentelemetrys_parser_reads_them():
+    text = "Authorization=Basic%20YWxhZGRpbjpvcGVuc2VzYW1l,X-Scope-OrgID=tenant%2F7,K=a=b"
+    assert resolve_settings({"OTEL_EXPORTER_OTLP_HEADERS": text}).headers == dict(parse_env_headers(text, liberal=True))
+
+
+def test_a_bad_header_entry_is_refused_without_echoing_its_value(caplog):
+    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_HEADERS: entry 2") as raised:
+        resolve_settings({"OTEL_EXPORTER_OTLP_HEADERS": "a=1,Authorization: Bearer s3cret"})
+    assert "s3cret" not in str(raised.value)
+    assert "s3cret" not in caplog.text  # the parser's own warning (it quotes the entry) is muted
+
+
+def test_resource_attributes_and_service_name(monkeypatch):
+    # Resource.create reads these (the SDK's OTELResourceDetector), so they go in os.environ.
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,service.name=from-attributes,team=a%2Cb")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "checkout")
+    attributes = build_resource(resolve_settings(resource_attributes={"team": "c"})).attributes
+    assert attributes["deployment.environment"] == "prod"
+    # OTEL_SERVICE_NAME wins over service.name in OTEL_RESOURCE_ATTRIBUTES (specification).
+    assert attributes["service.name"] == "checkout"
+    assert attributes["team"] == "c"  # the argument wins over the variable
+    attributes = build_resource(resolve_settings(service_name="from-argument")).attributes
+    assert (attributes["service.name"], attributes["team"]) == ("from-argument", "a,b")
+
+
+def test_configure_builds_the_provider_on_that_resource(monkeypatch):
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "team=search")
+    tracing = configure(set_global=False, service_name="checkout")
+    try:
+        attributes = tracing.tracer_provider.resource.attributes
+        assert (attributes["service.name"], attributes["team"]) == ("checkout", "search")
+    finally:
+        tracing.shutdown()
 
 
 def test_insecure_follows_scheme_unless_set_and_https_always_wins():
@@ -129,12 +158,13 @@ def test_insecure_follows_scheme_unless_set_and_https_always_wins():
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "0"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "nan"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
-        ({"OTEL_EXPORTER_OTLP_HEADERS": "no-equals-sign"}, "OTEL_EXPORTER_OTLP_HEADERS"),
-        ({"OTEL_EXPORTER_OTLP_HEADERS": "bad name=x"}, "not a valid header name"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "no-equals-sign"}, "OTEL_EXPORTER_OTLP_HEADERS: entry 1 "),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "a=b,bad name=x"}, "OTEL_EXPORTER_OTLP_HEADERS: entry 2 .'bad name'.*valid header name"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "a=line%0Abreak"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of 'a' contains a line break"),
         ({"OTEL_EXPORTER_OTLP_INSECURE": "yes"}, "OTEL_EXPORTER_OTLP_INSECURE"),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4317"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),
         ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://a:port"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-        ({"OTEL_RESOURCE_ATTRIBUTES": "team"}, "OTEL_RESOURCE_ATTRIBUTES"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "a=b,team"}, "OTEL_RESOURCE_ATTRIBUTES: entry 2"),
         ({"OTEL_BSP_MAX_QUEUE_SIZE": "-5"}, "OTEL_BSP_MAX_QUEUE_SIZE"),
         ({"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "20"}, "must not exceed"),
         ({"PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES": "16MiB"}, "PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES"),
@@ -150,6 +180,8 @@ def test_bad_arguments_name_the_argument():
         resolve_settings({}, max_request_bytes=0)
     with pytest.raises(ConfigurationError, match="argument compression"):
         resolve_settings({}, compression="brotli")
+    with pytest.raises(ConfigurationError, match="argument headers: 'bad name' is not a valid header name"):
+        resolve_settings({}, headers={"bad name": "x"})
 
 
 def test_span_limits_are_the_instrumentations_prompt_limits():
