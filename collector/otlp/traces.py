@@ -136,11 +136,7 @@ def decode_json(payload: bytes) -> DecodeResult:
     return decode_request(parse_json(payload))
 
 
-def count_spans(request: ExportTraceServiceRequest) -> int:
-    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
-
-
 __all__ = [
     "DecodeResult", "MalformedPayload", "parse_protobuf", "parse_json", "decode_request",
-    "decode_protobuf", "decode_json", "count_spans",
+    "decode_protobuf", "decode_json",
 ]

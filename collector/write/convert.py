@@ -19,10 +19,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
 from ..otlp import logs as otlp_logs
 from ..otlp.traces import decode_json, decode_protobuf
+from ._arrow_ipc import table_from_bytes, table_to_bytes
 from .genai_events import split_logs
 from .reassemble import reassemble
 from .rows import TableSet, build_tables
@@ -93,17 +92,10 @@ def convert(kind: str, payload: bytes, encoding: str) -> ConvertedExport:
 
 # --- across the process boundary ---------------------------------------------
 
-def _table_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
 def to_wire(converted: ConvertedExport) -> tuple:
     """A picklable form whose tables are Arrow IPC streams (cheap to pickle: plain bytes)."""
     tables = converted.tables
-    blobs = {name: _table_bytes(table) for name, table in tables.tables.items()}
+    blobs = {name: table_to_bytes(table) for name, table in tables.tables.items()}
     wire_tables = (blobs, tables.content_keys, tables.spans, tables.requests)
     fields = tuple(getattr(converted, name) for name in ConvertedExport.__slots__ if name != "tables")
     return wire_tables, fields
@@ -111,5 +103,5 @@ def to_wire(converted: ConvertedExport) -> tuple:
 
 def from_wire(wire: tuple) -> ConvertedExport:
     (blobs, content_keys, spans, requests), fields = wire
-    tables = {name: pa.ipc.open_stream(pa.py_buffer(blob)).read_all() for name, blob in blobs.items()}
+    tables = {name: table_from_bytes(blob) for name, blob in blobs.items()}
     return ConvertedExport(TableSet(tables, content_keys, spans, requests), *fields)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ._arrow_ipc import table_from_bytes, table_to_bytes
 from .rows import TableSet
 
 MAGIC = b"PPSPOOL1\n"
@@ -66,10 +67,7 @@ def _fsync_directory(directory: Path) -> None:
 def encode(group: SpooledGroup) -> bytes:
     blobs: list[tuple[str, bytes]] = []
     for name, table in group.tables.tables.items():
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        blobs.append((name, sink.getvalue().to_pybytes()))
+        blobs.append((name, table_to_bytes(table)))
     body = b"".join(blob for _, blob in blobs)
     header = json.dumps({
         "token": group.token,
@@ -106,7 +104,7 @@ def decode(data: bytes) -> SpooledGroup:
         tables: dict[str, pa.Table] = {}
         offset = 0
         for name, length in header["tables"]:
-            tables[name] = pa.ipc.open_stream(pa.py_buffer(body[offset:offset + length])).read_all()
+            tables[name] = table_from_bytes(body[offset:offset + length])
             offset += length
         return SpooledGroup(
             token=header["token"],
