@@ -18,6 +18,7 @@ from typing import Iterable
 
 from ...wire import names
 from ..conventions.system_prompt import legacy_messages, system_prompt_text
+from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedSpan, SpanEvent
 from ..record import Block, RequestRecord, ToolDefinition
 
@@ -127,7 +128,7 @@ def build_record(span: DecodedSpan) -> RequestRecord | None:
         started_at_ns=span.start_time_ns, duration_ns=max(0, span.end_time_ns - span.start_time_ns),
         span_name=span.name, status_code=span.status_code, status_message=span.status_message,
         service=span.service, scope_name=span.scope_name,
-        resource_attributes={key: stringify(value) for key, value in span.resource_attributes.items()},
+        resource_attributes={key: otel_attribute_string(value) for key, value in span.resource_attributes.items()},
     )
     _copy_fields(attributes, record)
     block_events = [event for event in span.events if event.name == names.EVENT_PROMPT_BLOCK]
@@ -284,12 +285,12 @@ def _copy_fields(attributes: dict, record: RequestRecord) -> None:
     for key, value in attributes.items():
         if key in _CONSUMED or key.startswith(_LEGACY_CONTENT_PREFIXES):
             continue
-        rest[key] = stringify(value)
+        rest[key] = otel_attribute_string(value)
     record.attributes = rest
     for key, field_name in _STRING_FIELDS.items():
         value = attributes.get(key)
         if value is not None:
-            setattr(record, field_name, value if isinstance(value, str) else stringify(value))
+            setattr(record, field_name, value if isinstance(value, str) else otel_attribute_string(value))
     for key, field_name in _COUNT_FIELDS.items():
         number = _integer(attributes.get(key))
         if number is not None and number >= 0:
@@ -332,7 +333,7 @@ def _integer(value: object) -> int | None:
 
 def _string_list(value: object) -> list[str]:
     if isinstance(value, list):
-        return [item if isinstance(item, str) else stringify(item) for item in value]
+        return [item if isinstance(item, str) else otel_attribute_string(item) for item in value]
     if isinstance(value, str) and value:
         try:
             parsed = json.loads(value)
@@ -351,21 +352,3 @@ def _json_default(value: object) -> str:
 def to_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
 
-
-def stringify(value: object) -> str:
-    """An attribute value as text, the otel_traces convention: strings as
-    they are, booleans lowercase, numbers in decimal, arrays and maps as JSON,
-    bytes as base64."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return to_json(value)

@@ -8,7 +8,7 @@ import pytest
 
 from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.record import Block
-from promptprism.collector.write.reassemble import reassemble, stringify
+from promptprism.collector.write.reassemble import reassemble
 from promptprism.wire import names
 
 from ..prompt_spans import block_events, decoded_span, prompt_attributes, sha
@@ -283,9 +283,30 @@ def test_spans_that_are_not_llm_requests_make_no_record():
     assert reassemble([tool, plain]) == ([], {})
 
 
-def test_stringify_follows_otel_traces_conventions():
-    assert [stringify(v) for v in ("a", True, 3, 2.5, 2.0, None, b"\x00\x01", [1, "x"], {"k": "é"})] == [
-        "a", "true", "3", "2.5", "2", "", "AAE=", '[1,"x"]', '{"k":"é"}']
+# Values whose text the record's own stringify and the otel_traces one used to spell apart.
+ODD_VALUES = {
+    "small": 1.5e-07, "big": 1e21, "negative zero": -0.0, "whole": 2.0,
+    "map": {"z": 1, "a": "<b>&", "m": [0.5, None]},
+    "escapes": ["tab\t", "quote\"", "line\u2028", "é"],
+    "bytes": b"\x00\x01\xff", "nested": [[1, [2.5e-7, True]], {"k": b"\x02"}], "flag": False,
+}
+
+
+def test_requests_attributes_hold_the_text_otel_traces_holds():
+    from promptprism.collector.write.rows import build_tables
+
+    span = other_span(**ODD_VALUES)
+    span.resource_attributes.update(ODD_VALUES)
+    records, _ = reassemble([span])
+    tables = build_tables([span], records)
+    [request] = tables.tables["requests"].to_pylist()
+    [trace] = tables.tables["otel_traces"].to_pylist()
+    assert dict(request["attributes"]) == {key: value for key, value in trace["SpanAttributes"]
+                                           if key in ODD_VALUES}
+    assert dict(request["resource_attributes"]) == dict(trace["ResourceAttributes"])
+    assert dict(request["attributes"])["small"] == "1.5e-7"  # Go's encoding/json, as pdata AsString
+    assert dict(request["attributes"])["map"] == '{"a":"\\u003cb\\u003e\\u0026","m":[0.5,null],"z":1}'
+    assert dict(request["attributes"])["bytes"] == "AAH/"
 
 
 def test_system_text_with_a_lone_surrogate_escape_gives_no_block_and_the_batch_still_lays_out():
