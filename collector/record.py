@@ -1,16 +1,36 @@
-"""What flows from reassembly to the store: one ``RequestRecord`` per LLM request.
+"""What flows from reassembly to the store: one ``RequestRecord`` per LLM request, declared once.
 
 Pure data, no I/O, imported by every stage that handles a request record
-(``write``, ``read``, ``store``); it imports nothing of the collector.
-``write.reassemble`` builds these from decoded OTLP spans, ``write.rows``
-turns them into table columns, and the store writes the columns. Field names
-follow the ``requests`` table columns (``store/schema``) so the mapping stays
-obvious. ``GenAIEvent`` is the stored form of a GenAI content log event.
+(``conventions``, ``write``, ``store``, ``read``); it imports nothing of the
+collector but the wire names. Each field of ``RequestRecord`` that is a
+column of the ``requests`` table says so where it is declared
+(``column(…)``): the column's ClickHouse type, the one span attribute that
+fills it when there is one, whether it holds captured content, and where the
+API's request object shows it. The other stages derive from that:
+
+- ``conventions.declared`` copies each declared attribute into its field,
+  converted by the column's type;
+- ``write.rows`` lays out the ``requests`` columns (Arrow type, clamping,
+  defaults);
+- ``read.queries`` selects them, each under its field's name;
+- ``read.request_view`` shows each field at its ``api`` paths;
+- a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests`` after
+  every migration.
+
+So a new field is its declaration here, a migration that adds its column,
+and the template that shows it (README: "Adding a field to the request
+record").
+
+``Block`` and ``ToolDefinition`` are the rows of ``blocks`` and ``tools``;
+``GenAIEvent`` is the stored form of a GenAI content log event.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+from ..wire import names
 
 
 @dataclass(slots=True)
@@ -40,77 +60,192 @@ class ToolDefinition:
     redacted: bool = False  # as Block.redacted
 
 
+# --- how a field declares its column ------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of ``requests`` and the ``RequestRecord`` field it holds.
+
+    ``content`` marks captured content (JSON text today): the one flag the
+    stages look at to treat content apart from other values, e.g. to store
+    a reference to content-addressed text instead of the text itself.
+    """
+
+    name: str  # the column of `requests`
+    type: str  # its ClickHouse type, as DESCRIBE TABLE prints it
+    field: str = ""  # the RequestRecord field it holds; "" for a column derived from other fields
+    attribute: str = ""  # the one span attribute that fills the field, when there is exactly one
+    content: bool = False  # captured content, held as JSON text
+    summary: bool = False  # read for request summaries (lists, predecessors) too, not only full requests
+    # Where the API's request object shows the value (dotted paths); a summary
+    # shows a summary column at its first path. () when the read side shapes
+    # the value itself (times, the prompt object).
+    api: tuple[str, ...] = ()
+    derive: Callable[[Any], Any] | None = None  # a derived column's value, from the record
+
+    @property
+    def key(self) -> str:
+        """The value's name in records and in the rows read back: the field's, else the column's."""
+        return self.field or self.name
+
+
+_COLUMN = "promptprism.column"  # the key of the field metadata ``column`` makes
+
+
+def column(type: str, *, name: str = "", attribute: str = "", content: bool = False, summary: bool = False,
+           api: str | tuple[str, ...] = ()) -> dict[str, Any]:
+    """A field's metadata: the ``requests`` column it is stored in (named like the field unless ``name``)."""
+    paths = (api,) if isinstance(api, str) else tuple(api)
+    return {_COLUMN: dict(type=type, name=name, attribute=attribute, content=content, summary=summary, api=paths)}
+
+
+STRING = "String"
+NAME = "LowCardinality(String)"  # one of few values: names, kinds, modes
+STRING_MAP = "Map(LowCardinality(String), String)"
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """One LLM request span, reassembled. ``request_id`` is the span id (16 hex)."""
 
-    trace_id: str  # 32 lowercase hex
-    request_id: str  # 16 lowercase hex (span id)
-    parent_span_id: str = ""
-    started_at_ns: int = 0  # span start, Unix nanoseconds
-    duration_ns: int = 0
-    span_name: str = ""
-    status_code: str = ""  # "Unset" | "Ok" | "Error" (otel_traces spelling)
-    status_message: str = ""
+    trace_id: str = field(metadata=column(STRING, summary=True, api="trace_id"))  # 32 lowercase hex
+    request_id: str = field(metadata=column(STRING, summary=True, api="request_id"))  # 16 lowercase hex
+    parent_span_id: str = field(default="", metadata=column(STRING, api="parent_span_id"))
+    # Span start, Unix nanoseconds (shown as RFC 3339, duration in ms: the read side shapes both).
+    started_at_ns: int = field(default=0, metadata=column("DateTime64(9, 'UTC')", name="started_at", summary=True))
+    duration_ns: int = field(default=0, metadata=column("UInt64", summary=True))
+    span_name: str = field(default="", metadata=column(NAME, api="span_name"))
+    # "Unset" | "Ok" | "Error" (otel_traces spelling)
+    status_code: str = field(default="", metadata=column(NAME, summary=True, api="status.code"))
+    status_message: str = field(default="", metadata=column(STRING, summary=True, api="status.message"))
 
-    service: str = ""
-    scope_name: str = ""
-    operation: str = ""
-    provider: str = ""
-    model: str = ""  # gen_ai.request.model
-    response_model: str = ""
-    response_id: str = ""
-    finish_reasons: list[str] = field(default_factory=list)
+    service: str = field(default="", metadata=column(NAME, summary=True, api="service"))
+    scope_name: str = field(default="", metadata=column(NAME, api="scope_name"))
+    operation: str = field(default="", metadata=column(
+        NAME, attribute=names.GEN_AI_OPERATION_NAME, summary=True, api="operation"))
+    provider: str = field(default="", metadata=column(NAME, summary=True, api="provider"))  # conventions.genai
+    model: str = field(default="", metadata=column(
+        NAME, attribute=names.GEN_AI_REQUEST_MODEL, summary=True, api="model"))
+    response_model: str = field(default="", metadata=column(
+        NAME, attribute=names.GEN_AI_RESPONSE_MODEL, summary=True, api=("response_model", "response.model")))
+    response_id: str = field(default="", metadata=column(
+        STRING, attribute=names.GEN_AI_RESPONSE_ID, api="response.id"))
+    finish_reasons: list[str] = field(default_factory=list, metadata=column(
+        f"Array({NAME})", attribute=names.GEN_AI_RESPONSE_FINISH_REASONS, api="response.finish_reasons"))
 
-    conversation_id: str = ""
-    message_id: str = ""
-    process_kind: str = ""
-    process_id: str = ""
-    run_id: str = ""
-    run_mode: str = ""
-    attempt: int = 0
-    record_id: str = ""
+    conversation_id: str = field(default="", metadata=column(
+        STRING, attribute=names.GEN_AI_CONVERSATION_ID, summary=True, api="conversation_id"))
+    message_id: str = field(default="", metadata=column(
+        STRING, attribute=names.MESSAGE_ID, summary=True, api="message_id"))
+    process_kind: str = field(default="", metadata=column(
+        NAME, attribute=names.PROCESS_KIND, summary=True, api="process.kind"))
+    process_id: str = field(default="", metadata=column(
+        STRING, attribute=names.PROCESS_ID, summary=True, api="process.id"))
+    run_id: str = field(default="", metadata=column(STRING, attribute=names.RUN_ID, summary=True, api="run.id"))
+    run_mode: str = field(default="", metadata=column(
+        NAME, attribute=names.RUN_MODE, summary=True, api="run.mode"))
+    attempt: int = field(default=0, metadata=column(
+        "Int32", attribute=names.ATTEMPT, summary=True, api="run.attempt"))
+    record_id: str = field(default="", metadata=column(
+        STRING, attribute=names.RECORD_ID, summary=True, api="run.record_id"))
 
-    schema_version: int = 0  # 0: not sent by promptprism instrumentation
-    prompt_bytes: int = 0
-    prompt_sha256: str = ""
-    mapped: bool = False
-    unmapped_reason: str = ""
-    template_name: str = ""
-    template_origin: str = ""
-    declared_block_count: int = 0
-    blocks: list[Block] = field(default_factory=list)
-    tools: list[ToolDefinition] = field(default_factory=list)
+    # 0: not sent by promptprism instrumentation
+    schema_version: int = field(default=0, metadata=column(
+        "UInt16", attribute=names.SCHEMA_VERSION_ATTR, api="schema_version"))
+    # The prompt: reassembly fills these from the block map, the read side shapes the prompt object.
+    prompt_bytes: int = field(default=0, metadata=column("UInt64", attribute=names.PROMPT_BYTES, summary=True))
+    prompt_sha256: str = field(default="", metadata=column(STRING, attribute=names.PROMPT_SHA256, summary=True))
+    mapped: bool = field(default=False, metadata=column("Bool", summary=True))
+    unmapped_reason: str = field(default="", metadata=column(NAME, summary=True))
+    template_name: str = field(default="", metadata=column(
+        NAME, attribute=names.PROMPT_TEMPLATE_NAME, summary=True))
+    template_origin: str = field(default="", metadata=column(
+        NAME, attribute=names.PROMPT_TEMPLATE_ORIGIN, summary=True))
+    declared_block_count: int = field(default=0, metadata=column(
+        "UInt32", attribute=names.PROMPT_BLOCK_COUNT, summary=True))
+    blocks: list[Block] = field(default_factory=list)  # the `blocks` table (the column block_count counts them)
+    tools: list[ToolDefinition] = field(default_factory=list)  # the `tools` table
 
-    dialect: str = ""
-    body_sha256: str = ""
-    bytes_system: int = 0
-    bytes_tools: int = 0
-    bytes_messages: int = 0
-    bytes_framing: int = 0
-    bytes_total: int = 0
-    tools_count: int = 0
-    tools_catalog_sha256: str = ""
-    messages_count: int = 0
-    tokens_estimate: int = 0
-    context_window: int = 0
-    headroom_tokens: int = 0
-    reasoning_effort: str = ""
+    # The request manifest (promptprism.request.*).
+    dialect: str = field(default="", metadata=column(
+        NAME, attribute=names.REQUEST_DIALECT, api="manifest.dialect"))
+    body_sha256: str = field(default="", metadata=column(
+        STRING, attribute=names.REQUEST_BODY_SHA256, api="manifest.body_sha256"))
+    bytes_system: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_BYTES_SYSTEM, api="manifest.bytes.system"))
+    bytes_tools: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_BYTES_TOOLS, api="manifest.bytes.tools"))
+    bytes_messages: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_BYTES_MESSAGES, api="manifest.bytes.messages"))
+    bytes_framing: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_BYTES_FRAMING, api="manifest.bytes.framing"))
+    bytes_total: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_BYTES_TOTAL, summary=True, api=("request_bytes", "manifest.bytes.total")))
+    tools_count: int = field(default=0, metadata=column(
+        "UInt32", attribute=names.REQUEST_TOOLS_COUNT, summary=True, api=("tools_count", "manifest.tools_count")))
+    tools_catalog_sha256: str = field(default="", metadata=column(
+        STRING, attribute=names.REQUEST_TOOLS_CATALOG_SHA256, api="manifest.tools_catalog_sha256"))
+    messages_count: int = field(default=0, metadata=column(
+        "UInt32", attribute=names.REQUEST_MESSAGES_COUNT, summary=True,
+        api=("messages_count", "manifest.messages_count")))
+    tokens_estimate: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_TOKENS_ESTIMATE, api="manifest.tokens_estimate"))
+    context_window: int = field(default=0, metadata=column(
+        "UInt64", attribute=names.REQUEST_CONTEXT_WINDOW, api="manifest.context_window"))
+    headroom_tokens: int = field(default=0, metadata=column(
+        "Int64", attribute=names.REQUEST_HEADROOM_TOKENS, api="manifest.headroom_tokens"))
+    reasoning_effort: str = field(default="", metadata=column(
+        NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort"))
 
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
+    # Usage as the provider reported it; None when it did not (conventions.genai: current and older names).
+    input_tokens: int | None = field(default=None, metadata=column(
+        "Nullable(Int64)", summary=True, api="usage.input_tokens"))
+    output_tokens: int | None = field(default=None, metadata=column(
+        "Nullable(Int64)", summary=True, api="usage.output_tokens"))
+    cache_read_tokens: int | None = field(default=None, metadata=column(
+        "Nullable(Int64)", attribute=names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, summary=True,
+        api="usage.cache_read_tokens"))
+    cache_creation_tokens: int | None = field(default=None, metadata=column(
+        "Nullable(Int64)", attribute=names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, summary=True,
+        api="usage.cache_creation_tokens"))
 
-    # Captured content as JSON text (empty when not captured).
-    system_instructions: str = ""
-    input_messages: str = ""
-    output_messages: str = ""
-    template_variables: str = ""
+    # Captured content as JSON text (empty when not captured); never copied into `attributes`.
+    system_instructions: str = field(default="", metadata=column(
+        STRING, attribute=names.GEN_AI_SYSTEM_INSTRUCTIONS, content=True))
+    input_messages: str = field(default="", metadata=column(
+        STRING, attribute=names.GEN_AI_INPUT_MESSAGES, content=True, api="messages"))
+    output_messages: str = field(default="", metadata=column(
+        STRING, attribute=names.GEN_AI_OUTPUT_MESSAGES, content=True, api="response.messages"))
+    template_variables: str = field(default="", metadata=column(
+        STRING, attribute=names.PROMPT_TEMPLATE_VARIABLES, content=True, api="template_variables"))
 
-    # Every other span attribute, stringified (the otel_traces convention).
-    attributes: dict[str, str] = field(default_factory=dict)
-    resource_attributes: dict[str, str] = field(default_factory=dict)
+    # Every other span attribute and the resource's, as text (otlp.attribute_text: the otel_traces spelling).
+    attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes"))
+    resource_attributes: dict[str, str] = field(default_factory=dict, metadata=column(
+        STRING_MAP, api="resource_attributes"))
+
+
+def _declared_columns() -> tuple[Column, ...]:
+    columns = []
+    for record_field in fields(RequestRecord):
+        declared = record_field.metadata.get(_COLUMN)
+        if declared is None:
+            continue
+        columns.append(Column(declared["name"] or record_field.name, declared["type"], record_field.name,
+                              declared["attribute"], declared["content"], declared["summary"], declared["api"]))
+    return tuple(columns)
+
+
+# Columns computed from other fields.
+DERIVED_COLUMNS = (
+    Column("block_count", "UInt32", summary=True, derive=lambda record: len(record.blocks)),  # blocks stored
+)
+# Every column of `requests` that a record fills.
+REQUEST_COLUMNS: tuple[Column, ...] = _declared_columns() + DERIVED_COLUMNS
+# Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
+STORE_FILLED_COLUMNS = (
+    Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
+)
 
 
 @dataclass(slots=True)

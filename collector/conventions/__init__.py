@@ -1,9 +1,40 @@
-"""Semantic conventions: what other instrumentations' attributes mean for a request record.
+"""Semantic conventions: what instrumentations' attributes mean for a request record.
 
-``system_prompt`` finds the system prompt in the GenAI conventions' content
-attributes (current, older and flattened forms).
+A ``Convention`` takes a decoded span's attributes and fills request record
+fields, and names the attributes it turns into fields (they are not copied
+into the record's ``attributes`` as well). Reassembly runs every convention
+of ``CONVENTIONS`` in order:
+
+- ``declared``: each field ``record.py`` declares with its one span
+  attribute, converted by its column's type;
+- ``genai``: the GenAI semantic conventions beyond one attribute per field
+  (the provider and usage under current and older names, content flattened
+  as ``gen_ai.prompt.N.*``).
+
+Another instrumentation's conventions (OpenInference, the Vercel AI SDK, …)
+are one more module with its ``CONVENTION``, listed here.
+``system_prompt`` finds the system prompt in the GenAI content attributes;
+``events`` computes, at ingest, what a GenAI log event contributes to its
+request.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Mapping
+
+from ..record import RequestRecord
+from ._convention import Convention
+from . import declared, genai
+
+__all__ = ["CONVENTIONS", "CONSUMED", "CONSUMED_PREFIXES", "Convention", "fill"]
+
+CONVENTIONS: tuple[Convention, ...] = (declared.CONVENTION, genai.CONVENTION)
+# What every convention together turns into fields: exact keys, and key prefixes (flattened forms).
+CONSUMED: frozenset[str] = frozenset().union(*(convention.attributes for convention in CONVENTIONS))
+CONSUMED_PREFIXES: tuple[str, ...] = tuple(prefix for convention in CONVENTIONS for prefix in convention.prefixes)
+
+
+def fill(attributes: Mapping[str, object], record: RequestRecord) -> None:
+    """Fill ``record``'s fields from a span's ``attributes``, every convention in order."""
+    for convention in CONVENTIONS:
+        convention.fill(attributes, record)

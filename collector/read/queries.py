@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..record import REQUEST_COLUMNS, Column
 from ..store.base import Store
 
 # How many candidates an ambiguous prefix lists. One more than shown is
@@ -39,29 +40,23 @@ TRACE_REQUESTS_MAX = 2000
 # is the newest earlier request, and the query orders newest first.
 CONVERSATION_MEMBERS_MAX = 5000
 
-# Columns a summary needs (lists, trace overviews, predecessors).
-_SUMMARY_COLUMNS = """
-    request_id, trace_id, parent_span_id,
-    toUnixTimestamp64Nano(started_at) AS started_at_ns, duration_ns,
-    span_name, status_code, status_message,
-    service, operation, provider, model, response_model,
-    conversation_id, message_id, process_kind, process_id,
-    run_id, run_mode, attempt, record_id,
-    prompt_bytes, prompt_sha256, mapped, unmapped_reason,
-    template_name, template_origin, declared_block_count, block_count,
-    bytes_total, tools_count, messages_count,
-    input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens
-"""
 
-# Everything a full request object shows.
-_REQUEST_COLUMNS = _SUMMARY_COLUMNS + """,
-    toString(toDate(started_at)) AS day,
-    scope_name, response_id, finish_reasons, schema_version,
-    dialect, body_sha256, bytes_system, bytes_tools, bytes_messages, bytes_framing,
-    tools_catalog_sha256, tokens_estimate, context_window, headroom_tokens,
-    reasoning_effort, system_instructions, input_messages, output_messages,
-    template_variables, attributes, resource_attributes
-"""
+
+def _select_expression(column: Column) -> str:
+    """A declared column read back under its record field's name: a time as Unix nanoseconds."""
+    if column.type.startswith("DateTime64"):
+        return f"toUnixTimestamp64Nano({column.name}) AS {column.key}"
+    return column.name if column.name == column.key else f"{column.name} AS {column.key}"
+
+
+def _select_list(columns: Iterable[Column]) -> str:
+    return ",\n    ".join(_select_expression(column) for column in columns)
+
+
+# Columns a summary needs (lists, trace overviews, predecessors), and
+# everything a full request object shows; both from the declaration (record.py).
+_SUMMARY_COLUMNS = _select_list(column for column in REQUEST_COLUMNS if column.summary)
+_REQUEST_COLUMNS = _select_list(REQUEST_COLUMNS) + ",\n    toString(toDate(started_at)) AS day"
 
 REQUEST_BY_ID = f"""
 SELECT {_REQUEST_COLUMNS}

@@ -17,7 +17,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
+
+from ..record import REQUEST_COLUMNS, Column
 
 from .lineage import describe as describe_lineage
 from .lineage import lineage_key
@@ -72,25 +74,55 @@ def system_prompt_text(system_instructions: str) -> str | None:
     return None
 
 
+# --- fields shown as declared (record.py) --------------------------------------
+
+def _api_value(column: Column) -> Callable[[Any], Any]:
+    """How a stored value is shown: content parsed from its JSON text, arrays and maps as lists and dicts."""
+    if column.content:
+        return _parse_json_text
+    if column.type == "Bool":
+        return bool
+    if column.type.startswith("Array("):
+        return lambda value: list(value or [])
+    if column.type.startswith("Map("):
+        return lambda value: dict(value or {})
+    return lambda value: value
+
+
+_Path = tuple[str, tuple[str, ...], str, Callable[[Any], Any]]  # (row key, parent keys, key, shown as)
+
+
+def _paths(columns: Iterable[Column], *, first_only: bool) -> tuple[_Path, ...]:
+    found = []
+    for column in columns:
+        for path in column.api[:1] if first_only else column.api:
+            *parents, leaf = path.split(".")
+            found.append((column.key, tuple(parents), leaf, _api_value(column)))
+    return tuple(found)
+
+
+# A summary shows each summary column at its first path, a full request every column at all of them.
+_SUMMARY_PATHS = _paths((column for column in REQUEST_COLUMNS if column.summary), first_only=True)
+_REQUEST_PATHS = _paths(REQUEST_COLUMNS, first_only=False)
+
+
+def _declared(row: Mapping[str, Any], paths: tuple[_Path, ...], into: dict[str, Any]) -> dict[str, Any]:
+    """``into`` with each declared field of ``row`` set at its API path."""
+    for key, parents, leaf, shown in paths:
+        node = into
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = shown(row.get(key))
+    return into
+
+
 # --- summaries ---------------------------------------------------------------
 
 def summary(row: Mapping[str, Any]) -> dict[str, Any]:
     """A list entry: enough to choose a request, no content."""
-    return {
-        "request_id": row["request_id"],
-        "trace_id": row["trace_id"],
+    return _declared(row, _SUMMARY_PATHS, {
         "started_at": rfc3339(row["started_at_ns"]),
         "duration_ms": round(int(row["duration_ns"]) / 1e6, 3),
-        "service": row["service"],
-        "model": row["model"],
-        "response_model": row["response_model"],
-        "provider": row["provider"],
-        "operation": row["operation"],
-        "status": {"code": row["status_code"], "message": row["status_message"]},
-        "conversation_id": row["conversation_id"],
-        "message_id": row["message_id"],
-        "process": {"kind": row["process_kind"], "id": row["process_id"]},
-        "run": {"id": row["run_id"], "mode": row["run_mode"], "attempt": row["attempt"], "record_id": row["record_id"]},
         "prompt": {
             "bytes": row["prompt_bytes"],
             "sha256": row["prompt_sha256"],
@@ -100,20 +132,7 @@ def summary(row: Mapping[str, Any]) -> dict[str, Any]:
             "template": {"name": row["template_name"], "origin": row["template_origin"]},
             "block_count": row["block_count"],
         },
-        "request_bytes": row["bytes_total"],
-        "tools_count": row["tools_count"],
-        "messages_count": row["messages_count"],
-        "usage": _usage(row),
-    }
-
-
-def _usage(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "input_tokens": row.get("input_tokens"),
-        "output_tokens": row.get("output_tokens"),
-        "cache_read_tokens": row.get("cache_read_tokens"),
-        "cache_creation_tokens": row.get("cache_creation_tokens"),
-    }
+    })
 
 
 # --- predecessors ------------------------------------------------------------
@@ -182,49 +201,14 @@ def request_object(
 ) -> dict[str, Any]:
     """One request (SPEC §5) from its ``requests`` row, block and tool rows and their content."""
     base = summary(row)
-    usage = base["usage"]
-    prompt = _prompt(row, block_rows, contents, usage)
-    tools = [_tool(tool, contents) for tool in tool_rows]
-    return {
+    return _declared(row, _REQUEST_PATHS, {
         **base,
-        "span_name": row["span_name"],
-        "parent_span_id": row["parent_span_id"],
-        "scope_name": row["scope_name"],
-        "schema_version": row["schema_version"],
-        "prompt": prompt,
-        "tools": tools,
-        "messages": _parse_json_text(row["input_messages"]),
-        "response": {
-            "model": row["response_model"],
-            "id": row["response_id"],
-            "finish_reasons": list(row["finish_reasons"] or []),
-            "messages": _parse_json_text(row["output_messages"]),
-        },
-        "template_variables": _parse_json_text(row["template_variables"]),
-        "manifest": {
-            "dialect": row["dialect"],
-            "body_sha256": row["body_sha256"],
-            "bytes": {
-                "system": row["bytes_system"],
-                "tools": row["bytes_tools"],
-                "messages": row["bytes_messages"],
-                "framing": row["bytes_framing"],
-                "total": row["bytes_total"],
-            },
-            "tools_count": row["tools_count"],
-            "tools_catalog_sha256": row["tools_catalog_sha256"],
-            "messages_count": row["messages_count"],
-            "tokens_estimate": row["tokens_estimate"],
-            "context_window": row["context_window"],
-            "headroom_tokens": row["headroom_tokens"],
-            "reasoning_effort": row["reasoning_effort"],
-        },
+        "prompt": _prompt(row, block_rows, contents, base["usage"]),
+        "tools": [_tool(tool, contents) for tool in tool_rows],
         "lineage": describe_lineage(row),
         "previous": dict(previous) if previous else None,
-        "attributes": dict(row["attributes"] or {}),
-        "resource_attributes": dict(row["resource_attributes"] or {}),
         "token_estimate_method": TOKEN_ESTIMATE_METHOD,
-    }
+    })
 
 
 def _tool(tool: Mapping[str, Any], contents: Mapping[tuple[str, str], str]) -> dict[str, Any]:

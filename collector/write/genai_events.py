@@ -21,7 +21,7 @@ from typing import Iterable
 from ...wire import names
 from ..otlp.model import DecodedLogRecord
 from ..record import GenAIEvent
-from .reassemble import to_json
+from ..conventions._convention import json_text
 
 _WHOLE_EVENT_NAMES = frozenset({names.EVENT_CHOICE, names.EVENT_INFERENCE_DETAILS})
 
@@ -45,9 +45,9 @@ class SplitLogs:
 
 
 def genai_event(record: DecodedLogRecord) -> GenAIEvent:
-    body_json = "" if record.body is None else to_json(record.body)
-    attributes_json = to_json(record.attributes) if record.attributes else ""
-    identity = to_json([record.time_ns, record.observed_time_ns, record.trace_id, record.span_id,
+    body_json = "" if record.body is None else json_text(record.body)
+    attributes_json = json_text(record.attributes) if record.attributes else ""
+    identity = json_text([record.time_ns, record.observed_time_ns, record.trace_id, record.span_id,
                         record.event_name, body_json, attributes_json])
     return GenAIEvent(
         time_ns=record.time_ns,

@@ -10,14 +10,13 @@ affects its neighbours.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from operator import itemgetter
 from typing import Iterable
 
 from ...wire import names
-from ..conventions.system_prompt import legacy_messages, system_prompt_text
+from .. import conventions
+from ..conventions.system_prompt import system_prompt_text
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedSpan, SpanEvent
 from ..record import Block, RequestRecord, ToolDefinition
@@ -35,64 +34,10 @@ WHOLE_PROMPT_LAYER = "unknown"  # no map says which layers it holds
 _NOT_REQUESTS = frozenset({names.OPERATION_EXECUTE_TOOL, names.OPERATION_INVOKE_AGENT, names.OPERATION_CREATE_AGENT})
 _STABILITIES = frozenset(names.STABILITIES)
 
-# Attribute → record field, by the type the field holds.
-_STRING_FIELDS = {
-    names.GEN_AI_OPERATION_NAME: "operation",
-    names.GEN_AI_REQUEST_MODEL: "model",
-    names.GEN_AI_RESPONSE_MODEL: "response_model",
-    names.GEN_AI_RESPONSE_ID: "response_id",
-    names.GEN_AI_CONVERSATION_ID: "conversation_id",
-    names.MESSAGE_ID: "message_id",
-    names.PROCESS_KIND: "process_kind",
-    names.PROCESS_ID: "process_id",
-    names.RUN_ID: "run_id",
-    names.RUN_MODE: "run_mode",
-    names.RECORD_ID: "record_id",
-    names.PROMPT_SHA256: "prompt_sha256",
-    names.PROMPT_TEMPLATE_NAME: "template_name",
-    names.PROMPT_TEMPLATE_ORIGIN: "template_origin",
-    names.REQUEST_DIALECT: "dialect",
-    names.REQUEST_BODY_SHA256: "body_sha256",
-    names.REQUEST_TOOLS_CATALOG_SHA256: "tools_catalog_sha256",
-    names.REQUEST_REASONING_EFFORT: "reasoning_effort",
-}
-# Unsigned in the requests table: a negative value is ignored, not stored.
-_COUNT_FIELDS = {
-    names.SCHEMA_VERSION_ATTR: "schema_version",
-    names.PROMPT_BYTES: "prompt_bytes",
-    names.PROMPT_BLOCK_COUNT: "declared_block_count",
-    names.REQUEST_BYTES_SYSTEM: "bytes_system",
-    names.REQUEST_BYTES_TOOLS: "bytes_tools",
-    names.REQUEST_BYTES_MESSAGES: "bytes_messages",
-    names.REQUEST_BYTES_FRAMING: "bytes_framing",
-    names.REQUEST_BYTES_TOTAL: "bytes_total",
-    names.REQUEST_TOOLS_COUNT: "tools_count",
-    names.REQUEST_MESSAGES_COUNT: "messages_count",
-    names.REQUEST_TOKENS_ESTIMATE: "tokens_estimate",
-    names.REQUEST_CONTEXT_WINDOW: "context_window",
-}
-_SIGNED_FIELDS = {names.ATTEMPT: "attempt", names.REQUEST_HEADROOM_TOKENS: "headroom_tokens"}
-# Usage: the current name first, the older spelling as a fallback.
-_USAGE_FIELDS = (
-    ("input_tokens", (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_PROMPT_TOKENS)),
-    ("output_tokens", (names.GEN_AI_USAGE_OUTPUT_TOKENS, names.GEN_AI_USAGE_COMPLETION_TOKENS)),
-    ("cache_read_tokens", (names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,)),
-    ("cache_creation_tokens", (names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,)),
-)
-# Content: kept as JSON text on the record, never copied into `attributes`.
-_CONTENT_FIELDS = {
-    names.GEN_AI_SYSTEM_INSTRUCTIONS: "system_instructions",
-    names.GEN_AI_INPUT_MESSAGES: "input_messages",
-    names.GEN_AI_OUTPUT_MESSAGES: "output_messages",
-    names.PROMPT_TEMPLATE_VARIABLES: "template_variables",
-}
-_CONSUMED = frozenset(
-    [*_STRING_FIELDS, *_COUNT_FIELDS, *_SIGNED_FIELDS, *_CONTENT_FIELDS,
-     *(key for _, keys in _USAGE_FIELDS for key in keys),
-     names.GEN_AI_PROVIDER_NAME, names.GEN_AI_SYSTEM, names.GEN_AI_RESPONSE_FINISH_REASONS,
-     names.PROMPT_MAPPED, names.PROMPT_UNMAPPED_REASON]
-)
-_LEGACY_CONTENT_PREFIXES = (names.GEN_AI_PROMPT_PREFIX, names.GEN_AI_COMPLETION_PREFIX)
+# Attributes the conventions turn into fields, and those the block map below reads:
+# none of them is copied into the record's `attributes` as well.
+_CONSUMED = conventions.CONSUMED | {names.PROMPT_MAPPED, names.PROMPT_UNMAPPED_REASON}
+_CONSUMED_PREFIXES = conventions.CONSUMED_PREFIXES
 
 
 def reassemble(spans: Iterable[DecodedSpan]) -> tuple[list[RequestRecord], dict[str, int]]:
@@ -281,74 +226,9 @@ def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:
 
 
 def _copy_fields(attributes: dict, record: RequestRecord) -> None:
-    rest = {}
-    for key, value in attributes.items():
-        if key in _CONSUMED or key.startswith(_LEGACY_CONTENT_PREFIXES):
-            continue
-        rest[key] = otel_attribute_string(value)
-    record.attributes = rest
-    for key, field_name in _STRING_FIELDS.items():
-        value = attributes.get(key)
-        if value is not None:
-            setattr(record, field_name, value if isinstance(value, str) else otel_attribute_string(value))
-    for key, field_name in _COUNT_FIELDS.items():
-        number = _integer(attributes.get(key))
-        if number is not None and number >= 0:
-            setattr(record, field_name, number)
-    for key, field_name in _SIGNED_FIELDS.items():
-        number = _integer(attributes.get(key))
-        if number is not None:
-            setattr(record, field_name, number)
-    for field_name, keys in _USAGE_FIELDS:
-        for key in keys:
-            number = _integer(attributes.get(key))
-            if number is not None:
-                setattr(record, field_name, number)
-                break
-    provider = attributes.get(names.GEN_AI_PROVIDER_NAME, attributes.get(names.GEN_AI_SYSTEM))
-    record.provider = provider if isinstance(provider, str) else ""
-    record.finish_reasons = _string_list(attributes.get(names.GEN_AI_RESPONSE_FINISH_REASONS))
-    for key, field_name in _CONTENT_FIELDS.items():
-        value = attributes.get(key)
-        if value is not None:
-            setattr(record, field_name, value if isinstance(value, str) else to_json(value))
-    if not record.input_messages or not record.output_messages:
-        inputs, outputs = legacy_messages(attributes)
-        record.input_messages = record.input_messages or (to_json(inputs) if inputs else "")
-        record.output_messages = record.output_messages or (to_json(outputs) if outputs else "")
-
-
-def _integer(value: object) -> int | None:
-    if type(value) is int:
-        return value
-    if type(value) is float and value.is_integer():
-        return int(value)
-    if type(value) is str:
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _string_list(value: object) -> list[str]:
-    if isinstance(value, list):
-        return [item if isinstance(item, str) else otel_attribute_string(item) for item in value]
-    if isinstance(value, str) and value:
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return [value]
-        return _string_list(parsed) if isinstance(parsed, list) else [value]
-    return []
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return str(value)
-
-
-def to_json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    """The conventions' fields, and every other attribute as text in ``attributes``."""
+    record.attributes = {key: value if value.__class__ is str else otel_attribute_string(value)
+                         for key, value in attributes.items()
+                         if key not in _CONSUMED and not key.startswith(_CONSUMED_PREFIXES)}
+    conventions.fill(attributes, record)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Collection, Iterable
 
 import pyarrow as pa
@@ -32,8 +33,8 @@ import pyarrow as pa
 from ...wire import names
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedLogRecord, DecodedSpan
-from ..record import Block, GenAIEvent, RequestRecord, ToolDefinition
-from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat, unsigned_array
+from ..record import REQUEST_COLUMNS, Block, Column, GenAIEvent, RequestRecord, ToolDefinition
+from ._columns import STRING_MAP, MapColumn, arrow_type, integer_array, list_array, pluck, repeat
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -63,85 +64,29 @@ def _map(pairs: dict[str, str]) -> list[tuple[str, str]]:
 
 # --- requests ---------------------------------------------------------------
 
-# (column, arrow type, value of one record). The column names are those of
-# the `requests` table; a column missing here takes its DEFAULT.
-_REQUEST_COLUMNS: tuple[tuple[str, pa.DataType, Callable[[RequestRecord], Any]], ...] = (
-    ("started_at", TIMESTAMP, lambda r: int(r.started_at_ns)),
-    ("trace_id", pa.string(), lambda r: r.trace_id),
-    ("request_id", pa.string(), lambda r: r.request_id),
-    ("parent_span_id", pa.string(), lambda r: r.parent_span_id),
-    ("duration_ns", pa.uint64(), lambda r: _unsigned(r.duration_ns)),
-    ("span_name", pa.string(), lambda r: r.span_name),
-    ("status_code", pa.string(), lambda r: r.status_code),
-    ("status_message", pa.string(), lambda r: r.status_message),
-    ("service", pa.string(), lambda r: r.service),
-    ("scope_name", pa.string(), lambda r: r.scope_name),
-    ("operation", pa.string(), lambda r: r.operation),
-    ("provider", pa.string(), lambda r: r.provider),
-    ("model", pa.string(), lambda r: r.model),
-    ("response_model", pa.string(), lambda r: r.response_model),
-    ("response_id", pa.string(), lambda r: r.response_id),
-    ("finish_reasons", pa.list_(pa.string()), lambda r: [str(reason) for reason in r.finish_reasons]),
-    ("conversation_id", pa.string(), lambda r: r.conversation_id),
-    ("message_id", pa.string(), lambda r: r.message_id),
-    ("process_kind", pa.string(), lambda r: r.process_kind),
-    ("process_id", pa.string(), lambda r: r.process_id),
-    ("run_id", pa.string(), lambda r: r.run_id),
-    ("run_mode", pa.string(), lambda r: r.run_mode),
-    ("attempt", pa.int32(), lambda r: int(r.attempt)),
-    ("record_id", pa.string(), lambda r: r.record_id),
-    ("schema_version", pa.uint16(), lambda r: _unsigned(r.schema_version)),
-    ("prompt_bytes", pa.uint64(), lambda r: _unsigned(r.prompt_bytes)),
-    ("prompt_sha256", pa.string(), lambda r: r.prompt_sha256),
-    ("mapped", pa.bool_(), lambda r: bool(r.mapped)),
-    ("unmapped_reason", pa.string(), lambda r: r.unmapped_reason),
-    ("template_name", pa.string(), lambda r: r.template_name),
-    ("template_origin", pa.string(), lambda r: r.template_origin),
-    ("declared_block_count", pa.uint32(), lambda r: _unsigned(r.declared_block_count)),
-    ("block_count", pa.uint32(), lambda r: len(r.blocks)),
-    ("dialect", pa.string(), lambda r: r.dialect),
-    ("body_sha256", pa.string(), lambda r: r.body_sha256),
-    ("bytes_system", pa.uint64(), lambda r: _unsigned(r.bytes_system)),
-    ("bytes_tools", pa.uint64(), lambda r: _unsigned(r.bytes_tools)),
-    ("bytes_messages", pa.uint64(), lambda r: _unsigned(r.bytes_messages)),
-    ("bytes_framing", pa.uint64(), lambda r: _unsigned(r.bytes_framing)),
-    ("bytes_total", pa.uint64(), lambda r: _unsigned(r.bytes_total)),
-    ("tools_count", pa.uint32(), lambda r: _unsigned(r.tools_count)),
-    ("tools_catalog_sha256", pa.string(), lambda r: r.tools_catalog_sha256),
-    ("messages_count", pa.uint32(), lambda r: _unsigned(r.messages_count)),
-    ("tokens_estimate", pa.uint64(), lambda r: _unsigned(r.tokens_estimate)),
-    ("context_window", pa.uint64(), lambda r: _unsigned(r.context_window)),
-    ("headroom_tokens", pa.int64(), lambda r: int(r.headroom_tokens)),
-    ("reasoning_effort", pa.string(), lambda r: r.reasoning_effort),
-    ("input_tokens", pa.int64(), lambda r: r.input_tokens),
-    ("output_tokens", pa.int64(), lambda r: r.output_tokens),
-    ("cache_read_tokens", pa.int64(), lambda r: r.cache_read_tokens),
-    ("cache_creation_tokens", pa.int64(), lambda r: r.cache_creation_tokens),
-    ("system_instructions", pa.string(), lambda r: r.system_instructions),
-    ("input_messages", pa.string(), lambda r: r.input_messages),
-    ("output_messages", pa.string(), lambda r: r.output_messages),
-    ("template_variables", pa.string(), lambda r: r.template_variables),
-    ("attributes", STRING_MAP, lambda r: _map(r.attributes)),
-    ("resource_attributes", STRING_MAP, lambda r: _map(r.resource_attributes)),
-)
+def _request_column(column: Column) -> Callable[[list[RequestRecord]], pa.Array]:
+    """How one declared column of ``requests`` is laid out from the records (record.py)."""
+    kind = arrow_type(column.type)
+    get = column.derive or attrgetter(column.field)
+    if pa.types.is_integer(kind):
+        nullable = column.type.startswith("Nullable(")
+        return lambda records: integer_array(list(map(get, records)), kind, nullable=nullable)
+    if pa.types.is_timestamp(kind):
+        return lambda records: pa.array([int(value) for value in map(get, records)], kind)
+    if pa.types.is_map(kind):
+        return lambda records: pa.array([_map(value) for value in map(get, records)], kind)
+    if pa.types.is_list(kind):
+        return lambda records: pa.array([[str(item) for item in value] for value in map(get, records)], kind)
+    return lambda records: pa.array(list(map(get, records)), kind)
+
+
+# (column, how to lay it out) for every column of `requests`, derived once from the declaration.
+_REQUEST_COLUMNS = tuple((column.name, _request_column(column)) for column in REQUEST_COLUMNS)
 
 
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
     records = list(records)
-    return pa.table(
-        {name: pa.array(_fit([get(record) for record in records], kind), kind) for name, kind, get in _REQUEST_COLUMNS}
-    )
-
-
-def _fit(values: list, kind: pa.DataType) -> list:
-    """Integers clamped to an integer column's range: a count or attempt a
-    broken client sent beyond it (a string attribute may hold any number)
-    is stored at the bound rather than failing the whole batch."""
-    if not pa.types.is_integer(kind):
-        return values
-    bits = kind.bit_width
-    low, high = (0, 2**bits - 1) if pa.types.is_unsigned_integer(kind) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-    return [value if value is None or low <= value <= high else max(low, min(high, value)) for value in values]
+    return pa.table({name: lay_out(records) for name, lay_out in _REQUEST_COLUMNS})
 
 
 # --- blocks, tools, contents ------------------------------------------------
@@ -176,9 +121,9 @@ def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
     }
     return pa.table({
         **per_request,
-        "index": unsigned_array(pluck(blocks, "index"), pa.uint32()),
+        "index": integer_array(pluck(blocks, "index"), pa.uint32()),
         **{name: pa.array(pluck(blocks, name), pa.string()) for name in ("name", "layer", "stability", "source")},
-        **{name: unsigned_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
+        **{name: integer_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
         "sha256": pa.array(pluck(blocks, "sha256"), pa.string()),
         "content_sha256": pa.array([content_sha256(block) for block in blocks], pa.string()),
         "redacted": pa.array(pluck(blocks, "redacted"), pa.bool_()),
