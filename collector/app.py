@@ -3,7 +3,8 @@
 ``Collector.start`` brings the parts up in dependency order and
 ``Collector.stop`` takes them down in reverse, flushing the sink so that
 everything acknowledged is written. The UI server answers ``GET /healthz``
-(200 once the receivers listen), ``GET /metrics`` (Prometheus text) and
+(200 once the receivers listen), ``GET /metrics`` (Prometheus or OpenMetrics
+text, as the scraper asks) and
 mounts the read side's routes (JSON API, inspector, insight).
 
 When ``PROMPTPRISM_UI_TOKEN`` is set every UI route needs it, except
@@ -23,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .config import CollectorConfig
@@ -128,14 +129,15 @@ class UiTokenGuard:
         await response(scope, receive, send)
 
 
-def ui_app(store, *, metrics: Metrics, sink_stats, token: str | None, ready: threading.Event):
+def ui_app(store, *, metrics: Metrics, token: str | None, ready: threading.Event):
     async def healthz(request: Request) -> JSONResponse:
         if not ready.is_set():
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
-    async def metrics_text(request: Request) -> PlainTextResponse:
-        return PlainTextResponse(metrics.render(sink_stats), media_type="text/plain; version=0.0.4")
+    async def metrics_text(request: Request) -> Response:
+        body, content_type = metrics.render(request.headers.get("accept"))
+        return Response(body, headers={"Content-Type": content_type})
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
     app = Starlette(routes=routes + read_side_routes(store))
@@ -148,7 +150,7 @@ class Collector:
         self.config = config
         self.store = store
         self._owns_store = store is None
-        self.metrics = Metrics()
+        self.metrics = Metrics(sink_stats=self._sink_stats)
         self.ready = threading.Event()
         self.sink = None
         self.grpc: GrpcReceiver | None = None
@@ -163,9 +165,9 @@ class Collector:
         try:
             if self.store is None:
                 self.store = open_store(config)
-            self.sink = open_sink(self.store, data_dir=config.data_dir, spool_max_bytes=config.spool_max_bytes)
-            self.ui = ServerThread(ui_app(self.store, metrics=self.metrics, sink_stats=self.sink.stats,
-                                          token=config.ui_token, ready=self.ready),
+            self.sink = open_sink(self.metrics.timed(self.store), data_dir=config.data_dir,
+                                  spool_max_bytes=config.spool_max_bytes)
+            self.ui = ServerThread(ui_app(self.store, metrics=self.metrics, token=config.ui_token, ready=self.ready),
                                    *config.ui_address, name="ui", **tls)
             self.ui.start()
             ingest = Ingest(self.sink, self.metrics, self._conversion_pool())
@@ -182,6 +184,10 @@ class Collector:
             raise
         self.ready.set()
         return self
+
+    def _sink_stats(self) -> dict:
+        sink = self.sink
+        return sink.stats() if sink is not None else {}
 
     def _conversion_pool(self):
         """The process-wide pool of ``ingest_workers`` processes, started now; None for in-process conversion."""

@@ -1,15 +1,24 @@
-"""The collector's own counters, served as Prometheus text on GET /metrics.
+"""The collector's own telemetry, served on GET /metrics through prometheus_client.
 
-Counters are cumulative since start-up. Nothing here carries prompt content:
-only counts, reasons (a fixed vocabulary) and latencies.
+Each :class:`Metrics` has a registry of its own (tests run many collectors in
+one process; the library's global registry would mix them and refuse the
+second set of names). prometheus_client picks the exposition format the
+scraper asks for (Prometheus text or OpenMetrics) and escapes label values.
+
+Nothing here carries prompt content: only counts, reasons (a fixed
+vocabulary), transports, table names and latencies.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Callable, Mapping
+import time
+from typing import Any, Callable, Iterator, Mapping
 
-PREFIX = "promptprism_collector"
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+NAMESPACE = "promptprism_collector"
 
 # Export outcomes, one label value each (exports_total{transport, outcome}).
 OUTCOME_OK = "ok"
@@ -20,24 +29,26 @@ OUTCOME_UNAUTHENTICATED = "unauthenticated"
 OUTCOME_BACKPRESSURE = "backpressure"
 OUTCOME_ERROR = "error"
 
-# Sink statistics published as gauges / counters, with their help text.
-_SINK_GAUGES = {
-    "spool_batches": "batches waiting in the on-disk spool",
-    "spool_bytes": "bytes in the on-disk spool",
-    "pending_batches": "accepted batches waiting for the writer",
-    "pending_bytes": "estimated bytes waiting for the writer",
-    "store_up": "1 when the store accepted the last write attempt",
-    "insert_seconds_last": "duration of the last insert",
-}
-_SINK_COUNTERS = {
+# Kinds of accepted log records (log_records_received_total{kind}).
+LOG_KIND_GENAI_EVENT = "genai_event"  # joined to its request at read time
+LOG_KIND_OTHER = "other"  # stored in otel_logs
+
+# Insert latency buckets, in seconds. A chdb insert costs ~7 ms whatever its
+# size, so the first buckets split the fixed cost from small groups; a full
+# group (sink.MAX_GROUP_SPANS) takes a few hundred ms at ~440k rows/s; a
+# ClickHouse server across a network or busy merging takes seconds, and past
+# 10 s accepts are backing up (the sink answers retryable at 120 s).
+INSERT_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+# The sink's statistics (Sink.stats()) published as counters and gauges, with
+# their help text; the exposed counter names end in _total.
+SINK_COUNTERS = {
     "spans_stored": "spans written to the store",
     "requests_stored": "request records written to the store",
     "batches_accepted": "exports made durable",
     "batches_duplicate": "exports re-sent and recognised as already stored",
     "batches_spooled": "exports written to the spool because the store was down",
     "batches_replayed": "spooled exports moved into the store",
-    "inserts": "INSERT statements",
-    "insert_seconds_total": "time spent in INSERT statements",
     "backpressure": "exports refused as retryable by the sink",
     "store_unavailable": "times the store was found unreachable",
     "store_errors": "exports the store refused for good",
@@ -45,104 +56,112 @@ _SINK_COUNTERS = {
     "genai_events_stored": "GenAI content log records written to genai_events",
     "log_records_stored": "other log records written to otel_logs",
 }
+SINK_GAUGES = {
+    "spool_batches": "batches waiting in the on-disk spool",
+    "spool_bytes": "bytes in the on-disk spool",
+    "pending_batches": "accepted batches waiting for the writer",
+    "pending_bytes": "estimated bytes waiting for the writer",
+    "store_up": "1 when the store accepted the last write attempt",
+}
 
-# Kinds of accepted log records (log_records_received_total{kind}).
-LOG_KIND_GENAI_EVENT = "genai_event"  # joined to its request at read time
-LOG_KIND_OTHER = "other"  # stored in otel_logs
+SinkStats = Callable[[], Mapping[str, float]]
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.spans_received = 0
-        self.spans_rejected = 0
-        self.requests_received = 0
-        self.blocks_received = 0
-        self.unmapped: dict[str, int] = {}
-        self.exports: dict[tuple[str, str], int] = {}
-        self.bytes_received: dict[str, int] = {}
-        self.log_records_received = {LOG_KIND_GENAI_EVENT: 0, LOG_KIND_OTHER: 0}
-        self.log_records_rejected = 0
-        self.genai_events_unjoinable = 0
+    """What the receivers and the ingest path count; ``render`` answers a scrape."""
+
+    def __init__(self, sink_stats: SinkStats | None = None) -> None:
+        """``sink_stats``: read at each scrape (the sink's ``stats``; empty while there is no sink)."""
+        self.registry = CollectorRegistry()
+
+        def counter(name: str, help_text: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, help_text, labels, namespace=NAMESPACE, registry=self.registry)
+
+        self.spans_received = counter("spans_received", "spans accepted from OTLP exports")
+        self.spans_rejected = counter("spans_rejected", "spans rejected with OTLP partial success (invalid ids)")
+        self.requests_received = counter("requests_received", "LLM request records reassembled")
+        self.blocks_received = counter("blocks_received", "prompt blocks in mapped requests")
+        self.unmapped = counter("unmapped", "requests stored without a block map, by reason", ("reason",))
+        self.exports = counter("exports", "OTLP export requests, by transport and outcome", ("transport", "outcome"))
+        self.received_bytes = counter("received_bytes", "OTLP payload bytes received (after decompression)",
+                                      ("transport",))
+        self.log_records_received = counter(
+            "log_records_received",
+            "log records accepted from OTLP exports: GenAI content events, or other records for otel_logs",
+            ("kind",))
+        for kind in (LOG_KIND_GENAI_EVENT, LOG_KIND_OTHER):
+            self.log_records_received.labels(kind)  # both series from the start, at 0
+        self.log_records_rejected = counter(
+            "log_records_rejected", "log records dropped with OTLP partial success (invalid trace or span id)")
+        self.genai_events_unjoinable = counter(
+            "genai_events_unjoinable", "GenAI content events without a span id, stored in otel_logs instead of joined")
+        self.insert_seconds = Histogram(
+            "sink_insert_seconds", "duration of one INSERT into the store, by table", ("table",),
+            namespace=NAMESPACE, registry=self.registry, buckets=INSERT_SECONDS_BUCKETS)
+        if sink_stats is not None:
+            self.registry.register(_SinkStatistics(sink_stats))
 
     def export_finished(self, transport: str, outcome: str, payload_bytes: int = 0) -> None:
-        with self._lock:
-            key = (transport, outcome)
-            self.exports[key] = self.exports.get(key, 0) + 1
-            self.bytes_received[transport] = self.bytes_received.get(transport, 0) + payload_bytes
+        self.exports.labels(transport, outcome).inc()
+        self.received_bytes.labels(transport).inc(payload_bytes)
 
     def batch_accepted(self, spans: int, rejected: int, requests: int, blocks: int,
                        unmapped: Mapping[str, int]) -> None:
-        with self._lock:
-            self.spans_received += spans
-            self.spans_rejected += rejected
-            self.requests_received += requests
-            self.blocks_received += blocks
-            for reason, count in unmapped.items():
-                self.unmapped[reason] = self.unmapped.get(reason, 0) + count
+        self.spans_received.inc(spans)
+        self.spans_rejected.inc(rejected)
+        self.requests_received.inc(requests)
+        self.blocks_received.inc(blocks)
+        for reason, count in unmapped.items():
+            self.unmapped.labels(reason).inc(count)
 
     def logs_accepted(self, genai_events: int, other_records: int, rejected: int, unjoinable: int) -> None:
-        with self._lock:
-            self.log_records_received[LOG_KIND_GENAI_EVENT] += genai_events
-            self.log_records_received[LOG_KIND_OTHER] += other_records
-            self.log_records_rejected += rejected
-            self.genai_events_unjoinable += unjoinable
+        self.log_records_received.labels(LOG_KIND_GENAI_EVENT).inc(genai_events)
+        self.log_records_received.labels(LOG_KIND_OTHER).inc(other_records)
+        self.log_records_rejected.inc(rejected)
+        self.genai_events_unjoinable.inc(unjoinable)
 
-    def render(self, sink_stats: Callable[[], Mapping[str, float]] | None = None) -> str:
-        """Prometheus text exposition format 0.0.4."""
-        lines: list[str] = []
+    def timed(self, store: Any) -> "TimedInserts":
+        """``store`` as the sink should see it: every insert observed in ``sink_insert_seconds``."""
+        return TimedInserts(store, self.insert_seconds)
 
-        def family(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-            lines.append(f"# HELP {PREFIX}_{name} {help_text}")
-            lines.append(f"# TYPE {PREFIX}_{name} {kind}")
-            for labels, value in samples:
-                lines.append(f"{PREFIX}_{name}{labels} {_number(value)}")
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        """(body, content type) in the format the scraper's Accept header asks for."""
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self.registry), content_type
 
-        with self._lock:
-            family("spans_received_total", "counter", "spans accepted from OTLP exports", [("", self.spans_received)])
-            family("spans_rejected_total", "counter", "spans rejected with OTLP partial success (invalid ids)",
-                   [("", self.spans_rejected)])
-            family("requests_received_total", "counter", "LLM request records reassembled",
-                   [("", self.requests_received)])
-            family("blocks_received_total", "counter", "prompt blocks in mapped requests", [("", self.blocks_received)])
-            family("unmapped_total", "counter", "requests stored without a block map, by reason",
-                   [(_labels(reason=reason), count) for reason, count in sorted(self.unmapped.items())])
-            family("exports_total", "counter", "OTLP export requests, by transport and outcome",
-                   [(_labels(transport=t, outcome=o), count) for (t, o), count in sorted(self.exports.items())])
-            family("received_bytes_total", "counter", "OTLP payload bytes received (after decompression)",
-                   [(_labels(transport=t), count) for t, count in sorted(self.bytes_received.items())])
-            family("log_records_received_total", "counter",
-                   "log records accepted from OTLP exports: GenAI content events, or other records for otel_logs",
-                   [(_labels(kind=kind), count) for kind, count in sorted(self.log_records_received.items())])
-            family("log_records_rejected_total", "counter",
-                   "log records dropped with OTLP partial success (invalid trace or span id)",
-                   [("", self.log_records_rejected)])
-            family("genai_events_unjoinable_total", "counter",
-                   "GenAI content events without a span id, stored in otel_logs instead of joined",
-                   [("", self.genai_events_unjoinable)])
-        stats = dict(sink_stats()) if sink_stats else {}
-        for name, help_text in _SINK_COUNTERS.items():
+
+class TimedInserts:
+    """Wraps a store: each insert that succeeds is observed, by table, in a histogram.
+
+    The sink makes every insert (writes and spool replays) through
+    ``store.insert``, so timing it here measures them all without the sink
+    knowing about Prometheus. Everything else is the wrapped store's.
+    """
+
+    def __init__(self, store: Any, histogram: Histogram) -> None:
+        self._store = store
+        self._histogram = histogram
+
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
+        started = time.perf_counter()
+        self._store.insert(table, columns, dedup_token=dedup_token)
+        self._histogram.labels(table).observe(time.perf_counter() - started)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class _SinkStatistics:
+    """A prometheus_client collector over ``Sink.stats()``, read at scrape time."""
+
+    def __init__(self, sink_stats: SinkStats) -> None:
+        self._sink_stats = sink_stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._sink_stats()
+        for name, help_text in SINK_COUNTERS.items():
             if name in stats:
-                family(f"sink_{name}_total" if not name.endswith("_total") else f"sink_{name}", "counter",
-                       help_text, [("", stats[name])])
-        for name, help_text in _SINK_GAUGES.items():
+                yield CounterMetricFamily(f"{NAMESPACE}_sink_{name}", help_text, value=stats[name])
+        for name, help_text in SINK_GAUGES.items():
             if name in stats:
-                family(f"sink_{name}", "gauge", help_text, [("", stats[name])])
-        return "\n".join(lines) + "\n"
-
-
-def _labels(**labels: str) -> str:
-    inner = ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items())
-    return "{" + inner + "}"
-
-
-def _escape(value: str) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _number(value: float) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return str(int(value))
-    return repr(float(value))
+                yield GaugeMetricFamily(f"{NAMESPACE}_sink_{name}", help_text, value=stats[name])

@@ -15,6 +15,8 @@ from promptprism.collector.app import Collector
 from promptprism.collector.receive.auth import authorized, bearer_token
 from promptprism.collector.metrics import Metrics
 
+from support import metric_value
+
 from .collector_harness import collector_config, emit_prompt, exporter, free_port, running_collector, tracer_for
 from .receive.test_receive import PARTS
 
@@ -31,14 +33,21 @@ def test_healthz_metrics_and_read_side_routes(store, tmp_path):
         metrics = httpx.get(ui + "/metrics")
         assert metrics.headers["content-type"].startswith("text/plain")
         text = metrics.text
-        for line in ("promptprism_collector_spans_received_total 1",
-                     "promptprism_collector_requests_received_total 1",
-                     "promptprism_collector_blocks_received_total 3",
-                     'promptprism_collector_exports_total{transport="grpc",outcome="ok"} 1',
-                     "promptprism_collector_sink_requests_stored_total 1",
-                     "promptprism_collector_sink_spool_batches 0"):
-            assert line in text.splitlines(), line
-        assert "promptprism_collector_sink_insert_seconds_total" in text
+        for name, labels, value in (("promptprism_collector_spans_received_total", {}, 1),
+                                    ("promptprism_collector_requests_received_total", {}, 1),
+                                    ("promptprism_collector_blocks_received_total", {}, 3),
+                                    ("promptprism_collector_exports_total", {"transport": "grpc", "outcome": "ok"}, 1),
+                                    ("promptprism_collector_sink_requests_stored_total", {}, 1),
+                                    ("promptprism_collector_sink_spool_batches", {}, 0)):
+            assert metric_value(text, name, **labels) == value, (name, labels)
+        # One insert per non-empty table (requests, blocks, contents, otel_traces, …), each observed.
+        inserts = metric_value(text, "promptprism_collector_sink_insert_seconds_count", table="requests")
+        assert inserts == 1
+        assert metric_value(text, "promptprism_collector_sink_insert_seconds_bucket", table="requests", le="+Inf") == 1
+        assert metric_value(text, "promptprism_collector_sink_insert_seconds_sum", table="requests") > 0
+        openmetrics = httpx.get(ui + "/metrics", headers={"Accept": "application/openmetrics-text"})
+        assert openmetrics.headers["content-type"].startswith("application/openmetrics-text")
+        assert openmetrics.text.endswith("# EOF\n")
         assert "Émile" not in text  # counts only, never content
         # The read side's API is mounted on the same server.
         answer = httpx.get(f"{ui}/api/traces/{trace_id}")
@@ -75,13 +84,40 @@ def test_bearer_parsing():
     assert authorized(None, None) and authorized("t", b"Bearer t") and not authorized("t", "Bearer tt")
 
 
-def test_metrics_escape_and_render_sink_stats():
-    metrics = Metrics()
+def test_metrics_escape_labels_and_publish_the_sink_stats():
+    metrics = Metrics(sink_stats=lambda: {"spool_batches": 4, "spans_stored": 7, "inserts": 3})
     metrics.batch_accepted(3, 1, 2, 10, {'weird"reason\n': 1})
-    text = metrics.render(lambda: {"spool_batches": 4, "insert_seconds_last": 0.25})
-    assert 'promptprism_collector_unmapped_total{reason="weird\\"reason\\n"} 1' in text
-    assert "promptprism_collector_sink_spool_batches 4" in text
-    assert "promptprism_collector_sink_insert_seconds_last 0.25" in text
+    body, content_type = metrics.render()
+    text = body.decode()
+    assert content_type.startswith("text/plain")
+    assert 'promptprism_collector_unmapped_total{reason="weird\\"reason\\n"} 1.0' in text
+    assert metric_value(text, "promptprism_collector_unmapped_total", reason='weird"reason\n') == 1
+    assert "# TYPE promptprism_collector_sink_spool_batches gauge" in text
+    assert metric_value(text, "promptprism_collector_sink_spool_batches") == 4
+    assert "# TYPE promptprism_collector_sink_spans_stored_total counter" in text
+    assert metric_value(text, "promptprism_collector_sink_spans_stored_total") == 7
+    assert "promptprism_collector_sink_inserts" not in text  # the histogram counts inserts
+
+
+def test_each_collector_has_its_own_registry():
+    first, second = Metrics(), Metrics()
+    first.export_finished("grpc", "ok", 10)
+    assert metric_value(first.render()[0].decode(), "promptprism_collector_exports_total",
+                        transport="grpc", outcome="ok") == 1
+    assert metric_value(second.render()[0].decode(), "promptprism_collector_exports_total",
+                        transport="grpc", outcome="ok") is None
+
+
+def test_insert_latency_is_observed_per_table_and_failures_are_not(store):
+    metrics = Metrics()
+    timed = metrics.timed(store)
+    assert timed.database == store.database  # everything but insert is the store's own
+    import pyarrow
+
+    with pytest.raises(Exception):
+        timed.insert("no_such_table", pyarrow.table({"a": [1]}))
+    text = metrics.render()[0].decode()
+    assert metric_value(text, "promptprism_collector_sink_insert_seconds_count", table="no_such_table") is None
 
 
 @pytest.mark.parametrize("arguments, message", [

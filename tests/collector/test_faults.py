@@ -22,6 +22,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 from promptprism.collector.app import Collector
 from promptprism.collector.store.server import ServerStore
+from support import metric_value
 
 from .collector_harness import collector_config, emit_prompt, exporter, free_port, tracer_for
 from .receive.test_receive import PARTS, _grpc_export, _payload
@@ -49,7 +50,7 @@ def test_store_down_and_spool_full_answers_retryable(tmp_path):
                             headers={"Content-Type": "application/x-protobuf"})
         assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
         metrics = httpx.get(collector.endpoints()["ui"] + "/metrics").text
-        assert 'exports_total{transport="grpc",outcome="backpressure"} 1' in metrics
+        assert metric_value(metrics, "promptprism_collector_exports_total", transport="grpc", outcome="backpressure") == 1
 
 
 def _trace_ids(store: ServerStore) -> set[str]:

@@ -25,7 +25,7 @@ import pytest
 
 from promptprism.collector.app import Collector
 from promptprism.collector.config import CollectorConfig
-from support import free_port
+from support import free_port, metric_value
 
 from .log_samples import OPENAI_V2_EVENTS, SPAN_ID, TRACE_ID, WARNING, logs_payload
 from .openai_v2_app import MESSAGES, SYSTEM_PROMPT
@@ -121,8 +121,8 @@ def test_every_content_mode_serves_the_same_request(store, tmp_path):
     assert {(point["series"], point["bytes_per_request"]) for point in growth["series"]} == {
         ("(unmapped)", len(expected_prompt))}
     # Counted: the older mode sent 5 records (4 messages + the choice), the newer 1.
-    assert 'promptprism_collector_log_records_received_total{kind="genai_event"} 6' in metrics
-    assert "promptprism_collector_sink_genai_events_stored_total 6" in metrics
+    assert metric_value(metrics, "promptprism_collector_log_records_received_total", kind="genai_event") == 6
+    assert metric_value(metrics, "promptprism_collector_sink_genai_events_stored_total") == 6
 
 
 def post(url: str, body: bytes, content_type: str, **headers) -> int:

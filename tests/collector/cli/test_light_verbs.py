@@ -5,44 +5,28 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
+from support import python_without
+
 # What `promptprism[collector]` and `promptprism[providers]` add to the base install.
 EXTRA_ONLY = ("grpc", "chdb", "clickhouse_connect", "starlette", "uvicorn", "pyarrow", "google.protobuf",
-              "opentelemetry.proto", "opentelemetry.exporter", "httpx", "yaml", "openai", "anthropic")
+              "opentelemetry.proto", "opentelemetry.exporter", "prometheus_client", "httpx", "yaml", "openai",
+              "anthropic")
 
-# Runs the CLI with the extras' packages made unimportable, as on a base install.
-PROBE = """
-import sys
-from importlib.abc import MetaPathFinder
-
-BLOCKED = {blocked!r}
-
-
-class BaseInstallOnly(MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if any(name == blocked or name.startswith(blocked + ".") for blocked in BLOCKED):
-            raise ImportError(f"{{name}} is not on the base install")
-        return None
-
-
-sys.meta_path.insert(0, BaseInstallOnly())
-from promptprism.collector.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+CLI = "from promptprism.collector.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def run_cli(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PROBE.format(blocked=EXTRA_ONLY), *arguments],
-                          input=stdin, capture_output=True, text=True, timeout=60)
+    """The CLI with the extras' packages made unimportable, as on a base install."""
+    return python_without(EXTRA_ONLY, CLI, *arguments, stdin=stdin)
 
 
 def test_the_probe_blocks_the_collector_dependencies():
     completed = run_cli("collector", "--data-dir", "/nonexistent", "--otlp-grpc-address", "127.0.0.1:0")
     assert completed.returncode != 0
-    assert "is not on the base install" in completed.stderr
+    assert "is not installed here" in completed.stderr
 
 
 @pytest.mark.parametrize("arguments", [("--help",), ("template", "--help"), ("preview", "--help")])
