@@ -10,6 +10,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 # The repository root, wherever a test module sits below tests/.
@@ -26,6 +28,19 @@ def metric_value(exposition: str, name: str, **labels: str) -> float | None:
             if sample.name == name and sample.labels == labels:
                 return sample.value
     return None
+
+
+def wait_until(condition, timeout: float = 30.0, message: str = "condition not reached") -> None:
+    """Poll ``condition`` (cheap, side-effect free) until it holds; fail with ``message`` at the deadline.
+
+    For state another process or thread reaches (rows readable, a spool
+    drained), not for guessing how long something takes.
+    """
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not condition():
+        assert time.monotonic() < deadline, message
+        pause.wait(0.05)
 
 
 def free_port() -> int:
@@ -59,3 +74,72 @@ def python_without(blocked: tuple[str, ...], code: str, *arguments: str, stdin: 
     """``python -c code arguments…`` with ``blocked`` unimportable; output captured as text."""
     return subprocess.run([sys.executable, "-c", _WITHOUT_PROBE.format(blocked=tuple(blocked)) + code, *arguments],
                           input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+# --- processes (Linux /proc) --------------------------------------------------------------
+
+HAS_PROC = Path("/proc/self/stat").exists()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # gone meanwhile, or not ours to read
+        return b""
+
+
+def process_ids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def is_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (an exited child nobody reaped yet)."""
+    stat = _read(Path(f"/proc/{pid}/stat")).decode("latin-1")
+    return bool(stat) and stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def parent_of(pid: int) -> int | None:
+    stat = _read(Path(f"/proc/{pid}/stat")).decode("latin-1")
+    return int(stat.rpartition(")")[2].split()[1]) if stat else None
+
+
+def command_line(pid: int) -> str:
+    return _read(Path(f"/proc/{pid}/cmdline")).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with."""
+    found = {}
+    for entry in _read(Path(f"/proc/{pid}/environ")).split(b"\0"):
+        key, separator, value = entry.partition(b"=")
+        if separator:
+            found[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (0 when it is gone)."""
+    stat = _read(Path(f"/proc/{pid}/stat")).decode("latin-1")
+    if not stat:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+def children_of(pid: int) -> list[int]:
+    return [child for child in process_ids() if parent_of(child) == pid]
+
+
+def wait_for_exit(pids, timeout: float) -> list[int]:
+    """Wait until none of ``pids`` runs (they need not be our children); those still running at the deadline."""
+    running = [pid for pid in pids if is_running(pid)]
+
+    def all_gone() -> bool:
+        running[:] = [pid for pid in running if is_running(pid)]
+        return not running
+
+    try:
+        wait_until(all_gone, timeout)
+    except AssertionError:
+        pass
+    return running

@@ -335,26 +335,18 @@ def send_over_otlp(records: list[RequestRecord], grpc_endpoint: str) -> None:
 def running_collector(chdb_root, data_dir: str, records: list[RequestRecord] | None = None, **flags):
     """A real collector (receivers, sink, UI server with the read side) on free ports, over a
     fresh database of the test process's chdb session, with ``records`` sent to it over OTLP."""
-    from promptprism.collector.app import Collector
-    from promptprism.collector.config import CollectorConfig
     from promptprism.collector.store.migrations import migrate
+
+    from . import collector_harness
 
     database = f"read_{uuid.uuid4().hex[:12]}"
     store = chdb_root.with_database(database)
     migrate(store)
-    config = CollectorConfig.load({
-        "data_dir": data_dir,
-        "otlp_grpc_address": "127.0.0.1:0",
-        "otlp_http_address": "127.0.0.1:0",
-        "ui_address": "127.0.0.1:0",
-        **flags,
-    }, environ={})
-    collector = Collector(config, store=store).start()
     try:
-        endpoints = collector.endpoints()
-        if records:
-            send_over_otlp(records, endpoints["otlp_grpc"])
-        yield collector, store, endpoints["ui"]
+        with collector_harness.running_collector(store, data_dir, **flags) as collector:
+            endpoints = collector.endpoints()
+            if records:
+                send_over_otlp(records, endpoints["otlp_grpc"])
+            yield collector, store, endpoints["ui"]
     finally:
-        collector.stop()
         chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")

@@ -15,10 +15,9 @@ from promptprism.collector.app import Collector
 from promptprism.collector.receive.auth import authorized, bearer_token
 from promptprism.collector.metrics import Metrics
 
-from support import metric_value
+from support import free_port, metric_value
 
-from .collector_harness import collector_config, emit_prompt, exporter, free_port, running_collector, tracer_for
-from .receive.test_receive import PARTS
+from .collector_harness import PARTS, collector_config, emit_prompt, exporter, running_collector, tracer_for
 
 CLI = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())", "collector"]
 

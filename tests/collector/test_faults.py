@@ -7,12 +7,7 @@ answered with a retryable code, never accepted and dropped.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 
 import grpc
 import httpx
@@ -22,12 +17,18 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 from promptprism.collector.app import Collector
 from promptprism.collector.store.server import ServerStore
-from support import metric_value
+from support import free_port, metric_value, wait_until
 
-from .collector_harness import collector_config, emit_prompt, exporter, free_port, tracer_for
-from .receive.test_receive import PARTS, _grpc_export, _payload
-
-HEALTH_TIMEOUT_SECONDS = 90  # a collector subprocess imports grpc and chdb on 2 busy cores
+from .collector_harness import (
+    PARTS,
+    CollectorProcess,
+    collector_config,
+    emit_prompt,
+    exporter,
+    grpc_export,
+    prompt_export,
+    tracer_for,
+)
 
 
 def test_store_down_and_spool_full_answers_retryable(tmp_path):
@@ -35,7 +36,7 @@ def test_store_down_and_spool_full_answers_retryable(tmp_path):
     config = collector_config(tmp_path, store=dead_store, spool_max_bytes=1)
     with Collector(config) as collector:
         with pytest.raises(grpc.RpcError) as refused:
-            _grpc_export(collector, _payload())
+            grpc_export(collector, prompt_export())
         error = refused.value
         assert error.code() == grpc.StatusCode.UNAVAILABLE
         trailers = dict(error.trailing_metadata())
@@ -46,7 +47,7 @@ def test_store_down_and_spool_full_answers_retryable(tmp_path):
         detail = error_details_pb2.RetryInfo()
         assert status.details[0].Unpack(detail) and detail == retry
 
-        answer = httpx.post(collector.endpoints()["otlp_http"] + "/v1/traces", content=_payload(),
+        answer = httpx.post(collector.endpoints()["otlp_http"] + "/v1/traces", content=prompt_export(),
                             headers={"Content-Type": "application/x-protobuf"})
         assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
         metrics = httpx.get(collector.endpoints()["ui"] + "/metrics").text
@@ -72,9 +73,8 @@ def test_store_down_during_sends_is_spooled_then_replayed(tmp_path):
             stats = collector.sink.stats()
             assert stats["spool_batches"] >= 1 and stats["batches_spooled"] >= 8
             clickhouse.start()  # same data dir and port: the store is back
-            deadline = time.monotonic() + 60
-            while collector.sink.stats()["spool_batches"] and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_until(lambda: not collector.sink.stats()["spool_batches"], timeout=60,
+                       message="the spool was not replayed")
             provider.shutdown()
             http_provider.shutdown()
         assert _trace_ids(reader) == sent
@@ -84,49 +84,19 @@ def test_store_down_during_sends_is_spooled_then_replayed(tmp_path):
         clickhouse.stop()
 
 
-def _start_collector_process(config, log):
-    environment = {**os.environ, "PROMPTPRISM_DATA_DIR": config.data_dir,
-                   "PROMPTPRISM_OTLP_GRPC_ADDRESS": "%s:%d" % config.otlp_grpc_address,
-                   "PROMPTPRISM_OTLP_HTTP_ADDRESS": "%s:%d" % config.otlp_http_address,
-                   "PROMPTPRISM_UI_ADDRESS": "%s:%d" % config.ui_address}
-    process = subprocess.Popen([sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())",
-                                "collector"],
-                               env=environment, stdout=log, stderr=subprocess.STDOUT)
-    ui = "http://%s:%d" % config.ui_address
-    deadline = time.monotonic() + HEALTH_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"collector exited with {process.returncode}"
-        try:
-            if httpx.get(ui + "/healthz", timeout=1).status_code == 200:
-                return process, ui
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise AssertionError("collector did not become healthy")
-
-
 def test_sigkill_mid_load_loses_nothing_acknowledged(tmp_path):
-    config = collector_config(tmp_path / "data")
-    log = open(tmp_path / "collector.log", "wb")
-    process, ui = _start_collector_process(config, log)
-
-    class Target:  # what _grpc_export needs: the gRPC endpoint
-        @staticmethod
-        def endpoints():
-            return {"otlp_grpc": "http://%s:%d" % config.otlp_grpc_address}
-
+    collector = CollectorProcess(tmp_path).start()
     acknowledged: list[str] = []
     stop = threading.Event()
 
     def load():
         while not stop.is_set():
-            payload = _payload()
+            payload = prompt_export()
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
             trace_id = ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans[0].trace_id
             try:
-                _grpc_export(Target, payload)
+                grpc_export(collector, payload)
             except grpc.RpcError:
                 return  # the collector died under us: this one was never acknowledged
             acknowledged.append(trace_id.hex())
@@ -134,24 +104,21 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(tmp_path):
     senders = [threading.Thread(target=load) for _ in range(3)]
     for sender in senders:
         sender.start()
-    deadline = time.monotonic() + 60
-    while len(acknowledged) < 30 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    stop.set()
-    for sender in senders:
-        sender.join()
-    assert len(acknowledged) >= 30
-
-    process, ui = _start_collector_process(config, log)
     try:
+        wait_until(lambda: len(acknowledged) >= 30, timeout=60, message="30 exports were not acknowledged")
+    finally:
+        collector.kill()  # SIGKILL mid-load
+        stop.set()
+        for sender in senders:
+            sender.join()
+
+    collector.start()  # same ports, same data directory: the spool and the store as the kill left them
+    try:
+        ui = collector.ui
         missing = [trace_id for trace_id in acknowledged
                    if httpx.get(f"{ui}/api/traces/{trace_id}", timeout=30).status_code != 200]
         assert missing == []
         one = httpx.get(f"{ui}/api/traces/{acknowledged[0]}").json()
         assert len(one["requests"]) == 1 and one["requests"][0]["prompt"]["mapped"] is True
     finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-        log.close()
+        assert collector.stop() == 0

@@ -10,7 +10,6 @@ insight queries count that prompt in every mode.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
@@ -23,10 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from promptprism.collector.app import Collector
-from promptprism.collector.config import CollectorConfig
-from support import free_port, metric_value
+from support import metric_value
 
+from .collector_harness import running_collector
 from .log_samples import OPENAI_V2_EVENTS, SPAN_ID, TRACE_ID, WARNING, logs_payload
 from .openai_v2_app import MESSAGES, SYSTEM_PROMPT
 
@@ -44,21 +42,6 @@ MODES = {
     "details": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"},
 }
-
-
-@contextlib.contextmanager
-def collector(store, data_dir):
-    config = CollectorConfig.load({
-        "data_dir": str(data_dir),
-        "otlp_grpc_address": f"127.0.0.1:{free_port()}",
-        "otlp_http_address": f"127.0.0.1:{free_port()}",
-        "ui_address": f"127.0.0.1:{free_port()}",
-    }, environ={})
-    running = Collector(config, store=store).start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def run_app(mode: str, protocol: str, endpoint: str) -> dict:
@@ -94,7 +77,7 @@ def essentials(request: dict) -> dict:
 
 
 def test_every_content_mode_serves_the_same_request(store, tmp_path):
-    with collector(store, tmp_path) as running:
+    with running_collector(store, tmp_path) as running:
         endpoints = running.endpoints()
         served = {}
         for mode, protocol in (("events", "grpc"), ("span", "http"), ("details", "http")):
@@ -134,7 +117,7 @@ def post(url: str, body: bytes, content_type: str, **headers) -> int:
 
 def test_a_log_after_its_span_and_other_records_over_http(store, tmp_path):
     """The span first, its logs later in another export (gzip); a plain log record goes to otel_logs."""
-    with collector(store, tmp_path) as running:
+    with running_collector(store, tmp_path) as running:
         endpoints = running.endpoints()
         span_payload = _span_payload(TRACE_ID, SPAN_ID)
         assert post(f"{endpoints['otlp_http']}/v1/traces", span_payload, "application/x-protobuf") == 200
@@ -180,7 +163,7 @@ def _span_payload(trace_id: int, span_id: int) -> bytes:
 
 @pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
 def test_malformed_logs_are_rejected_with_400(store, tmp_path, content_type):
-    with collector(store, tmp_path) as running:
+    with running_collector(store, tmp_path) as running:
         with pytest.raises(urllib.error.HTTPError) as raised:
             post(f"{running.endpoints()['otlp_http']}/v1/logs", b"\xff\xfe not otlp", content_type)
     assert raised.value.code == 400

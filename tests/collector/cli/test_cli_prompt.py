@@ -8,56 +8,28 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 
 from support import REPOSITORY, free_port
 
 from .. import read_side_data as data
+from ..collector_harness import collector_process
 
 VENV_COMMAND = pathlib.Path(sys.executable).with_name("promptprism")
 # The venv's entry point when installed; the same main() through the interpreter otherwise.
 PROMPTPRISM = [str(VENV_COMMAND)] if VENV_COMMAND.exists() else [
     sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())"]
-# A collector starts in about a second (chdb); allow slow shared machines.
-START_TIMEOUT_SECONDS = 60
 UI_TOKEN = "read-side-token"
 
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory):
-    ports = {name: free_port() for name in ("grpc", "http", "ui")}
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PROMPTPRISM_")}
-    process = subprocess.Popen(
-        PROMPTPRISM + ["collector", "--data-dir", str(tmp_path_factory.mktemp("collector")),
-                       "--otlp-grpc-address", f"127.0.0.1:{ports['grpc']}",
-                       "--otlp-http-address", f"127.0.0.1:{ports['http']}",
-                       "--ui-address", f"127.0.0.1:{ports['ui']}", "--ui-token", UI_TOKEN],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,
-    )
-    url = f"http://127.0.0.1:{ports['ui']}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, process.stderr.read()
-            assert time.monotonic() < deadline, "collector did not become healthy"
-            time.sleep(0.1)
-        data.send_over_otlp(data.scenario(), f"http://127.0.0.1:{ports['grpc']}")
-        yield url, {**environment, "PROMPTPRISM_URL": url, "PROMPTPRISM_UI_TOKEN": UI_TOKEN}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with collector_process(tmp_path_factory.mktemp("collector"), "--ui-token", UI_TOKEN,
+                           environment=environment) as running:
+        data.send_over_otlp(data.scenario(), running.endpoints()["otlp_grpc"])
+        yield running.ui, {**environment, "PROMPTPRISM_URL": running.ui, "PROMPTPRISM_UI_TOKEN": UI_TOKEN}
 
 
 def promptprism(environment, *arguments, status=0):

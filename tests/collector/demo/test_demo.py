@@ -7,15 +7,15 @@ import datetime
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
 import urllib.request
 
 import pytest
+
+from support import free_port, wait_until
+
+from ..collector_harness import PROMPTPRISM, collector_process
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -23,19 +23,9 @@ pytest.importorskip("chdb")
 
 pytestmark = pytest.mark.slow
 
-# The console script's entry point, run by this interpreter.
-PROMPTPRISM = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())"]
 DEMO_REQUESTS = 48
 DEMO_DAYS = 3
-# chdb's first start in a fresh directory takes a few seconds on a shared machine.
-STARTUP_TIMEOUT_SECONDS = 90
 INGEST_TIMEOUT_SECONDS = 60
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get_json(url: str):
@@ -43,40 +33,22 @@ def get_json(url: str):
         return json.loads(response.read())
 
 
+def stored_requests(ui: str, at_least: int) -> list[dict]:
+    """The collector's requests once at least ``at_least`` are readable (acknowledged = durable, then indexed)."""
+    found: list[dict] = []
+
+    def enough() -> bool:
+        found[:] = get_json(f"{ui}/api/requests?limit=1000&since=2000-01-01T00:00:00Z")["requests"]
+        return len(found) >= at_least
+
+    wait_until(enough, timeout=INGEST_TIMEOUT_SECONDS, message=f"fewer than {at_least} requests readable")
+    return found
+
+
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory):
-    ports = {"grpc": free_port(), "http": free_port(), "ui": free_port()}
-    data_dir = tmp_path_factory.mktemp("demo-collector")
-    log = open(data_dir / "collector.log", "wb")
-    process = subprocess.Popen(
-        [*PROMPTPRISM, "collector", "--data-dir", str(data_dir / "data"),
-         "--otlp-grpc-address", f"127.0.0.1:{ports['grpc']}", "--otlp-http-address", f"127.0.0.1:{ports['http']}",
-         "--ui-address", f"127.0.0.1:{ports['ui']}"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    ui = f"http://127.0.0.1:{ports['ui']}"
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"collector exited: {(data_dir / 'collector.log').read_text()[-2000:]}")
-            try:
-                if get_json(f"{ui}/healthz").get("status") == "ok":
-                    break
-            except (urllib.error.URLError, ConnectionError, ValueError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("collector did not become healthy")
-            time.sleep(0.3)
-        yield {**ports, "ui": ui}
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with collector_process(tmp_path_factory.mktemp("demo-collector")) as running:
+        yield {**running.ports, "ui": running.ui}
 
 
 def run_demo(environment: dict[str, str], *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -94,13 +66,8 @@ def demo_run(collector):
                           "PROMPTPRISM_URL": collector["ui"]},
                          "--requests", str(DEMO_REQUESTS), "--days", str(DEMO_DAYS))
     assert completed.returncode == 0, completed.stderr
-    deadline = time.monotonic() + INGEST_TIMEOUT_SECONDS
-    while True:
-        requests = get_json(f"{collector['ui']}/api/requests?limit=1000&since=2000-01-01T00:00:00Z")["requests"]
-        if len(requests) >= DEMO_REQUESTS or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    return {"completed": completed, "requests": requests, "started": started}
+    requests = stored_requests(collector["ui"], DEMO_REQUESTS)
+    return{"completed": completed, "requests": requests, "started": started}
 
 
 def test_demo_prints_a_trace_url_that_the_collector_serves(collector, demo_run):
@@ -213,12 +180,7 @@ def test_a_second_run_starts_new_conversations(collector, demo_run):
                           "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector['grpc']}",
                           "PROMPTPRISM_URL": collector["ui"]}, "--requests", "8", "--days", "1")
     assert completed.returncode == 0, completed.stderr
-    deadline = time.monotonic() + INGEST_TIMEOUT_SECONDS
-    while True:
-        requests = get_json(f"{collector['ui']}/api/requests?limit=1000&since=2000-01-01T00:00:00Z")["requests"]
-        if len(requests) >= len(first) + 8 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    requests = stored_requests(collector["ui"], len(first) + 8)
     second = [request for request in requests if request["request_id"] not in first]
     assert len(second) == 8
     first_ids = {request["conversation_id"] for request in first.values()} - {""}

@@ -16,6 +16,8 @@ from promptprism.collector.otlp import MalformedPayload
 from promptprism.collector.otlp.traces import decode_json, decode_protobuf, parse_protobuf
 from promptprism.wire import names
 
+from ..otlp_samples import otlp_json
+
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 LINKED = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, is_remote=True,
                      trace_flags=TraceFlags(1))
@@ -56,41 +58,6 @@ def test_protobuf_from_the_sdk_encoder():
     assert (link.trace_id, link.span_id, link.attributes) == (
         "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", {"why": "retry"})
     assert chat.end_time_ns >= chat.start_time_ns > 0
-
-
-def otlp_json(span_overrides=None, *, snake=False):
-    span = {
-        "traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7",
-        "parentSpanId": "", "name": "chat", "kind": 3,
-        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000500000000",
-        "attributes": [
-            {"key": names.PROMPT_BYTES, "value": {"intValue": "9007199254740993"}},
-            {"key": names.PROMPT_MAPPED, "value": {"boolValue": True}},
-            {"key": names.GEN_AI_SYSTEM_INSTRUCTIONS, "value": {"arrayValue": {"values": [
-                {"kvlistValue": {"values": [{"key": "type", "value": {"stringValue": "text"}},
-                                            {"key": "content", "value": {"stringValue": "Be brief."}}]}}]}}},
-            {"key": "temperature", "value": {"doubleValue": 0.5}},
-            {"key": "blob", "value": {"bytesValue": "AAE="}},
-        ],
-        "events": [{"timeUnixNano": "1700000000000000001", "name": names.EVENT_PROMPT_BLOCK,
-                    "attributes": [{"key": names.BLOCK_INDEX, "value": {"intValue": "0"}}]}],
-        "links": [{"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331"}],
-        "status": {"code": 1},
-        "droppedEventsCount": 2,
-        "someFutureField": {"ignored": True},
-    }
-    span.update(span_overrides or {})
-    document = {"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "shop-bot"}}]},
-        "scopeSpans": [{"scope": {"name": "scope-a", "version": "1"}, "spans": [span]}],
-    }]}
-    text = json.dumps(document)
-    if snake:
-        for camel, snake_name in (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"),
-                                  ("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"),
-                                  ("startTimeUnixNano", "start_time_unix_nano"), ("stringValue", "string_value")):
-            text = text.replace(f'"{camel}"', f'"{snake_name}"')
-    return text.encode()
 
 
 @pytest.mark.parametrize("snake", [False, True])

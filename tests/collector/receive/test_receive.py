@@ -11,57 +11,33 @@ import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression as GrpcCompression
 from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from promptprism.wire import names
 from support import metric_value
 
 from ..collector_harness import (
+    PARTS,
+    assert_exact_map,
     count_rows,
     emit_prompt,
     exporter,
+    grpc_export,
+    prompt_export,
     running_collector,
     stored_blocks,
     stored_request,
     tracer_for,
 )
-from ..otlp.test_decode import otlp_json
+from ..otlp_samples import otlp_json
 from ..prompt_spans import sha
-
-PARTS = [
-    ("identity", "identity", "static", "Tu es Émile, l'assistant du magasin. "),
-    ("memory", "memory", "session", "Le client aime le thé 🍵 et le café ☕. "),
-    ("question", "template", "turn", "Réponds en 日本語 si on te le demande."),
-]
-EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 @pytest.fixture
 def collector(store, tmp_path):
     with running_collector(store, tmp_path) as running:
         yield running
-
-
-def assert_exact_map(store, request_id, parts):
-    record = stored_request(store, request_id)
-    prompt = "".join(text for *_, text in parts).encode("utf-8")
-    assert record["mapped"] is True and record["unmapped_reason"] == ""
-    assert (record["prompt_bytes"], record["prompt_sha256"], record["block_count"]) == (
-        len(prompt), sha(prompt), len(parts))
-    blocks = stored_blocks(store, request_id)
-    position = 0
-    for block, (name, layer, stability, text) in zip(blocks, parts, strict=True):
-        size = len(text.encode("utf-8"))
-        assert (block["name"], block["layer"], block["stability"]) == (name, layer, stability)
-        assert (block["start"], block["end"], block["size"], block["sha256"]) == (
-            position, position + size, size, sha(text))
-        assert block["content"] == text
-        assert prompt[block["start"]:block["end"]] == text.encode("utf-8")
-        position += size
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
@@ -176,30 +152,11 @@ def test_otlp_json_and_partial_success(store, collector):
     assert stored_request(store, "00f067aa0ba902b8")["model"] == "claude"
 
 
-def _payload(tracer_parts=PARTS) -> bytes:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    memory = InMemorySpanExporter()
-    provider, tracer = tracer_for(memory)
-    emit_prompt(tracer, tracer_parts)
-    provider.shutdown()
-    return encode_spans(memory.get_finished_spans()).SerializeToString()
-
-
-def _grpc_export(collector, payload: bytes, metadata=()):
-    target = collector.endpoints()["otlp_grpc"].removeprefix("http://")
-    with grpc.insecure_channel(target, options=[("grpc.max_send_message_length", -1)]) as channel:
-        call = channel.unary_unary(EXPORT_PATH, request_serializer=None,
-                                   response_deserializer=ExportTraceServiceResponse.FromString)
-        return call.with_call(payload, metadata=metadata, timeout=30)
-
-
 def test_resend_is_not_duplicated(store, collector):
-    payload = _payload()
+    payload = prompt_export()
     request_id = ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans[0].span_id.hex()
     for _ in range(3):
-        _grpc_export(collector, payload)
+        grpc_export(collector, payload)
         assert httpx.post(collector.endpoints()["otlp_http"] + "/v1/traces", content=payload,
                           headers={"Content-Type": "application/x-protobuf"}).status_code == 200
     where, params = "request_id = {id:String}", {"id": request_id}
@@ -211,7 +168,7 @@ def test_resend_is_not_duplicated(store, collector):
 @pytest.mark.parametrize("garbage", [b"\xff\xff\xff\xff\xff", b"\x0a\x7fshort", b"not protobuf at all \x00\x01"])
 def test_garbage_is_refused_and_the_collector_keeps_serving(store, collector, garbage):
     with pytest.raises(grpc.RpcError) as refused:
-        _grpc_export(collector, garbage)
+        grpc_export(collector, garbage)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     url = collector.endpoints()["otlp_http"] + "/v1/traces"
     assert httpx.post(url, content=garbage, headers={"Content-Type": "application/x-protobuf"}).status_code == 400
@@ -234,9 +191,9 @@ def test_wrong_method_type_and_path(collector):
 def test_oversized_requests(store, tmp_path):
     limit = 256 * 1024
     with running_collector(store, tmp_path, receive_limit_bytes=limit) as collector:
-        payload = _payload([("big", "memory", "turn", "x" * (limit + 1))])
+        payload = prompt_export([("big", "memory", "turn", "x" * (limit + 1))])
         with pytest.raises(grpc.RpcError) as refused:
-            _grpc_export(collector, payload)
+            grpc_export(collector, payload)
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         url = collector.endpoints()["otlp_http"] + "/v1/traces"
         headers = {"Content-Type": "application/x-protobuf"}
@@ -248,7 +205,7 @@ def test_oversized_requests(store, tmp_path):
         # Chunked, without a Content-Length.
         assert httpx.post(url, content=iter([payload[:1000], payload[1000:]]), headers=headers).status_code == 413
         # Under the limit still goes through.
-        assert httpx.post(url, content=_payload(), headers=headers).status_code == 200
+        assert httpx.post(url, content=prompt_export(), headers=headers).status_code == 200
         assert count_rows(store, "requests") == 1
 
 
@@ -259,9 +216,9 @@ def test_ingest_token(store, tmp_path):
             emit_prompt(tracer, PARTS)
             provider.shutdown()
         assert count_rows(store, "requests") == 0
-        payload = _payload()
+        payload = prompt_export()
         with pytest.raises(grpc.RpcError) as refused:
-            _grpc_export(collector, payload)
+            grpc_export(collector, payload)
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         url = collector.endpoints()["otlp_http"] + "/v1/traces"
         assert httpx.post(url, content=payload, headers={"Content-Type": "application/x-protobuf"}).status_code == 401

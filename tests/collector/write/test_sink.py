@@ -10,6 +10,8 @@ import pytest
 from promptprism.collector.store.base import StoreError
 from promptprism.collector.write.sink import Backpressure, open_sink
 
+from support import wait_until
+
 from ..write_path_samples import make_batch
 
 COUNT_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
@@ -75,28 +77,54 @@ def test_a_static_prompt_is_stored_once(store, sink):
     assert sink.stats()["contents_written"] == 24
 
 
-def test_concurrent_accepts_share_inserts(store, sink):
+class GatedStore:
+    """The test's store with a gate: inserts wait until the test opens it, and are counted."""
+
+    def __init__(self, store):
+        self.store = store
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+        self.inserts = 0
+
+    def insert(self, table, columns, *, dedup_token=None):
+        self.entered.set()
+        assert self.gate.wait(60), "the test never opened the gate"
+        self.inserts += 1  # one writer thread: no lock needed
+        self.store.insert(table, columns, dedup_token=dedup_token)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_accepts_that_arrive_while_the_writer_inserts_share_the_next_group(store, tmp_path):
+    gated = GatedStore(store)
+    sink = open_sink(gated, data_dir=str(tmp_path))
     batches = [make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(12)]
-    barrier = threading.Barrier(len(batches))
     errors = []
 
     def send(batch):
-        barrier.wait()
         try:
             sink.accept(batch)
         except Exception as error:  # pragma: no cover - reported below
             errors.append(error)
 
     threads = [threading.Thread(target=send, args=(batch,)) for batch in batches]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        threads[0].start()
+        assert gated.entered.wait(60), "the writer never inserted the first batch"
+        for thread in threads[1:]:  # they queue while the writer is held inside the first insert
+            thread.start()
+        wait_until(lambda: sink.stats()["pending_batches"] == len(batches) - 1)
+    finally:
+        gated.gate.set()
+        for thread in threads:
+            thread.join()
+        sink.close()
     assert errors == []
     assert counts(store)["otel_traces_raw"] == 24
     stats = sink.stats()
-    assert stats["groups_written"] < len(batches)  # grouped: fewer groups than batches
-    assert stats["inserts"] == 5 * stats["groups_written"]
+    assert stats["groups_written"] == 2  # the first batch alone, then the eleven that waited, together
+    assert gated.inserts == 5 * stats["groups_written"]  # one insert per table per group
 
 
 def unreachable_store(port: int):
@@ -104,13 +132,6 @@ def unreachable_store(port: int):
     from promptprism.collector.store.server import ServerStore
 
     return ServerStore(f"http://default:secret@127.0.0.1:{port}/nowhere", auto_migrate=True)
-
-
-def wait_until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
 
 
 def test_unreachable_store_spools_and_a_later_start_replays(store, tmp_path, port):

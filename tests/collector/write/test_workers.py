@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import grpc
 import httpx
@@ -19,10 +18,11 @@ from promptprism.collector.write.convert import KIND_LOGS, KIND_TRACES, convert
 from promptprism.collector.write.sink import Backpressure
 from promptprism.collector.write.workers import ConversionPool, shared_pool
 
-from ..collector_harness import count_rows, running_collector
+from support import HAS_PROC, cpu_seconds, wait_until
+
+from ..collector_harness import PARTS, assert_exact_map, count_rows, grpc_export, prompt_export, running_collector
 from ..log_samples import logs_payload
-from ..otlp.test_decode import otlp_json
-from ..receive.test_receive import PARTS, _grpc_export, _payload, assert_exact_map
+from ..otlp_samples import otlp_json
 
 LOGS_PATH = "/v1/logs"
 
@@ -31,9 +31,9 @@ def _request_id(payload: bytes) -> str:
     return ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans[0].span_id.hex()
 
 
-def _big_payload(spans: int = 600, events: int = 60) -> bytes:
+def _big_export(spans: int = 600, events: int = 60) -> bytes:
     """An export that takes a worker well over a second: time to kill it mid-way."""
-    request = ExportTraceServiceRequest.FromString(_payload())
+    request = ExportTraceServiceRequest.FromString(prompt_export())
     template = request.resource_spans[0].scope_spans[0].spans[0]
     while len(template.events) < events:
         template.events.append(template.events[len(template.events) % 3])
@@ -57,7 +57,7 @@ def _assert_same(left, right):
 
 
 @pytest.mark.parametrize("kind, payload, encoding", [
-    (KIND_TRACES, _payload(), "protobuf"),
+    (KIND_TRACES, prompt_export(), "protobuf"),
     (KIND_TRACES, otlp_json(), "json"),
     (KIND_LOGS, logs_payload(), "protobuf"),
 ])
@@ -75,7 +75,7 @@ def test_past_the_queue_bound_exports_are_refused_retryable():
     pool = ConversionPool(1)
     pool._in_flight = pool.max_in_flight  # every slot taken by exports still converting
     with pytest.raises(Backpressure):
-        pool.convert(KIND_TRACES, _payload(), "protobuf")
+        pool.convert(KIND_TRACES, prompt_export(), "protobuf")
     pool.close()
 
 
@@ -83,8 +83,8 @@ def test_past_the_queue_bound_exports_are_refused_retryable():
 def test_traces_and_logs_over_grpc_and_http(store, tmp_path, workers):
     with running_collector(store, tmp_path, ingest_workers=workers) as collector:
         assert (collector.grpc.ingest.pool is None) == (workers == 0)
-        grpc_payload, http_payload = _payload(), _payload()
-        _grpc_export(collector, grpc_payload)
+        grpc_payload, http_payload = prompt_export(), prompt_export()
+        grpc_export(collector, grpc_payload)
         base = collector.endpoints()["otlp_http"]
         assert httpx.post(base + "/v1/traces", content=http_payload,
                           headers={"Content-Type": "application/x-protobuf"}).status_code == 200
@@ -93,38 +93,37 @@ def test_traces_and_logs_over_grpc_and_http(store, tmp_path, workers):
         assert httpx.post(base + "/v1/traces", content=b"\xff\xff\xff\xff\xff",
                           headers={"Content-Type": "application/x-protobuf"}).status_code == 400
         with pytest.raises(grpc.RpcError) as refused:
-            _grpc_export(collector, b"\x0a\x7fshort")
+            grpc_export(collector, b"\x0a\x7fshort")
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     for payload in (grpc_payload, http_payload):
         assert_exact_map(store, _request_id(payload), PARTS)
     assert count_rows(store, "genai_events") > 0
 
 
+@pytest.mark.skipif(not HAS_PROC, reason="watches the worker's CPU time in /proc")
 def test_a_worker_killed_mid_export_answers_retryable_and_the_pool_recovers(store, tmp_path):
     with running_collector(store, tmp_path, ingest_workers=1) as collector:
         pool = collector.grpc.ingest.pool
-        _grpc_export(collector, _payload())  # the worker is up
+        grpc_export(collector, prompt_export())  # the worker is up
         answers: list = []
 
         def send() -> None:
             try:
-                answers.append(_grpc_export(collector, _big_payload()))
+                answers.append(grpc_export(collector, _big_export()))
             except grpc.RpcError as error:
                 answers.append(error)
 
+        (worker,) = pool.worker_pids()
+        idle = cpu_seconds(worker)  # an idle worker waits on its queue and uses no CPU
         sender = threading.Thread(target=send)
         sender.start()
-        deadline = time.monotonic() + 30
-        while pool.in_flight == 0 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        time.sleep(0.2)  # the worker has the export: it is being converted
-        for pid in pool.worker_pids():
-            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: cpu_seconds(worker) > idle, timeout=60, message="the worker never took the export")
+        os.kill(worker, signal.SIGKILL)  # mid-export: it takes the worker seconds to convert
         sender.join(60)
         assert not sender.is_alive()
         assert isinstance(answers[0], grpc.RpcError) and answers[0].code() == grpc.StatusCode.UNAVAILABLE
-        later = _payload()
-        _grpc_export(collector, later)
+        later = prompt_export()
+        grpc_export(collector, later)
         assert pool.restarts >= 1
     assert_exact_map(store, _request_id(later), PARTS)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -16,14 +14,13 @@ import pytest
 from promptprism.collector.cli import main as cli_main
 from promptprism.collector.read.insight.queries import BYTES_PER_TOKEN
 
-from support import free_port
+from support import wait_until
 
+from ...collector_harness import collector_process
 from . import scenario
 from .otlp_scenario import send
 
 pytestmark = pytest.mark.slow
-
-STARTUP_SECONDS = 60
 
 
 def _get(url: str):
@@ -33,42 +30,15 @@ def _get(url: str):
 
 @pytest.fixture(scope="module")
 def running_collector(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("collector")
-    grpc_port, http_port, ui_port = free_port(), free_port(), free_port()
-    log = open(data_dir / "collector.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())", "collector",
-         "--data-dir", str(data_dir), "--otlp-grpc-address", f"127.0.0.1:{grpc_port}",
-         "--otlp-http-address", f"127.0.0.1:{http_port}", "--ui-address", f"127.0.0.1:{ui_port}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PROMPTPRISM_UI_TOKEN": ""},
-    )
-    ui = f"http://127.0.0.1:{ui_port}"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while True:
-        try:
-            if _get(f"{ui}/healthz")[0] == 200:
-                break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("collector did not start:\n" + (data_dir / "collector.log").read_text(errors="replace"))
-        time.sleep(0.2)
-    now_ns = int(time.time()) * 10**9
-    records = scenario.records(now_ns)
-    send(records, f"http://127.0.0.1:{http_port}/v1/traces")
-    # Acknowledged means durable (store or spool); wait until all are readable.
-    deadline = time.monotonic() + 30
-    while json.loads(_get(f"{ui}/api/requests?limit=1000")[1])["requests"].__len__() < len(records):
-        assert time.monotonic() < deadline, "records not readable after export"
-        time.sleep(0.2)
-    yield ui, now_ns
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    environment = {**os.environ, "PROMPTPRISM_UI_TOKEN": ""}
+    with collector_process(tmp_path_factory.mktemp("collector"), environment=environment) as collector:
+        now_ns = int(time.time()) * 10**9
+        records = scenario.records(now_ns)
+        send(records, collector.endpoints()["otlp_http"] + "/v1/traces")
+        # Acknowledged means durable (store or spool); wait until all are readable.
+        wait_until(lambda: len(json.loads(_get(f"{collector.ui}/api/requests?limit=1000")[1])["requests"])
+                   >= len(records), timeout=30, message="records not readable after export")
+        yield collector.ui, now_ns
 
 
 def _cli(capsys, *argv: str) -> str:
