@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: free ports and real chdb stores.
+"""Fixtures shared by every test: free ports and real chdb stores; and the
+check that a test run leaves no process of its own behind.
 
 chdb allows one data directory per process (NOTES.md), so the whole test run
 shares one embedded session and each test gets a fresh database in it.
@@ -6,11 +7,23 @@ shares one embedded session and each test gets a fresh database in it.
 
 from __future__ import annotations
 
+import os
+import sys
 import uuid
 
 import pytest
 
-from support import IN_CI, free_port  # noqa: F401  (re-exported for older imports)
+from support import HAS_PROC, command_line, environment_of, free_port, parent_of, process_ids, wait_for_exit
+
+# Every process this run starts inherits this variable (test helpers that
+# clear OTEL_* / PROMPTPRISM_* keep it), so the check below finds them even
+# after they were orphaned, e.g. the workers of a collector killed with SIGKILL.
+RUN_MARKER = "PYTEST_PROMPTPRISM_RUN"
+RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex}"
+os.environ[RUN_MARKER] = RUN_ID
+# A process whose parent just ended gets this long to notice and exit (the
+# variable lets the test of this check run in seconds).
+LEFTOVER_GRACE_SECONDS = float(os.environ.get("PYTEST_LEFTOVER_GRACE_SECONDS", "30"))
 
 
 @pytest.fixture
@@ -38,3 +51,37 @@ def store(chdb_root):
     migrate(fresh)
     yield fresh
     chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+def processes_of_this_run() -> list[int]:
+    """Every running process started by this run, except this one and its own resource
+    tracker (multiprocessing's helper, which ends when this process does)."""
+    found = []
+    for pid in process_ids():
+        if pid == os.getpid() or environment_of(pid).get(RUN_MARKER) != RUN_ID:
+            continue
+        if parent_of(pid) == os.getpid() and "multiprocessing.resource_tracker" in command_line(pid):
+            continue
+        found.append(pid)
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a process it started outlives it (collectors, ingest workers, chdb, Chromium)."""
+    if not HAS_PROC:
+        return
+    workers = sys.modules.get("promptprism.collector.write.workers")
+    if workers is not None:
+        workers.close_pools()  # the in-process pools end at exit; end them now so what is left is a leak
+    leftovers = wait_for_exit(processes_of_this_run(), timeout=LEFTOVER_GRACE_SECONDS)
+    if not leftovers:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(leftovers)} process(es) started by this test run are still running:"]
+    lines += [f"  pid {pid} (parent {parent_of(pid)}): {command_line(pid)[:200]}" for pid in leftovers]
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, red=True)
+        else:
+            print(line, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

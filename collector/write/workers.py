@@ -28,6 +28,7 @@ import atexit
 import gc
 import logging
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -63,6 +64,28 @@ def _start_worker() -> None:
     gc.freeze()
     _, generation1, generation2 = gc.get_threshold()
     gc.set_threshold(WORKER_GC_GENERATION0_THRESHOLD, generation1, generation2)
+    _exit_with_the_collector()
+
+
+def _exit_with_the_collector() -> None:
+    """A worker ends when the collector process does, even when it was killed (SIGKILL, OOM).
+
+    Nothing else would end it: it waits on its call queue forever, and it
+    keeps multiprocessing's resource tracker alive too. ``parent_process()``
+    holds the read end of a pipe whose write end only the collector process
+    has, so its ``join`` returns exactly when that process is gone. (Linux's
+    PR_SET_PDEATHSIG would fire when the *thread* that started the worker
+    ends, and the pool starts workers from receiver threads.)
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by multiprocessing: nothing to watch
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="promptprism-worker-parent-watch", daemon=True).start()
 
 
 def _ready() -> bool:
