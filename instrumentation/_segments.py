@@ -50,7 +50,7 @@ from ..wire import names
 # measured ~3x faster than with private-use characters. A marked value renders
 # as SENTINEL key SENTINEL text SENTINEL, so one C-level str.split yields
 # [prose, key, text, prose, key, text, prose, …].
-# Ten digits: about as many guesses as the 32-bit hex nonce this replaced.
+# Ten digits: 10^10 (about 2^33) values for an outsider to guess.
 NONCE_DIGITS = 10
 
 
