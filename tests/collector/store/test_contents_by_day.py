@@ -24,11 +24,13 @@ import pytest
 from promptprism.collector.read import lookups
 from promptprism.collector.store.migrations import migrate
 from promptprism.collector.store.server import ServerStore
+from promptprism.collector.write.rows import build_tables
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 
 from .. import read_side_data as data
 from ..collector_harness import running_collector
+from .older_schema import write_as_of
 
 IDENTITY = "You are Prism, the careful assistant of a small design studio. Dates are ISO 8601.\n"
 # Days back from today, oldest first: seven different days. The oldest is
@@ -70,7 +72,7 @@ def _written_before_006(store) -> list:
     """Migrations up to 005, a week of rows written by the write path, every table merged."""
     assert migrate(store, up_to=5)[-1] == "005_content_keys.sql"
     records = week_of_records()
-    data.write(store, records)
+    write_as_of(store, build_tables([], records))
     for table in ("requests", "blocks", "tools", "contents"):
         store.execute(f"OPTIMIZE TABLE {store.database}.{table} FINAL")
     return records
@@ -91,7 +93,7 @@ def week_store(chdb_root):
 def test_migration_006_keeps_every_day_and_the_api_inspector_and_cli_show_it(week_store, tmp_path):
     store = week_store
     records = _written_before_006(store)
-    assert migrate(store) == ["006_contents_by_day.sql"]
+    assert migrate(store)[0] == "006_contents_by_day.sql"
     assert store.query("SELECT sorting_key FROM system.tables WHERE database = {db:String} AND name = 'contents'",
                        {"db": store.database}) == [{"sorting_key": "day, sha256"}]
     assert store.query(f"SELECT count() AS tables FROM system.tables WHERE database = {{db:String}} "
@@ -138,7 +140,7 @@ def test_a_rerun_of_006_after_an_interruption_converges(week_store):
     exchange = next(i for i, statement in enumerate(migration.statements) if statement.startswith("EXCHANGE"))
     for statement in migration.statements[: exchange + 1]:  # interrupted right after the swap
         store.execute(statement)
-    assert migrate(store) == ["006_contents_by_day.sql"]
+    assert migrate(store)[0] == "006_contents_by_day.sql"
     assert migrate(store) == []
     for record in records:
         assert _identity_text(store, record.request_id) == IDENTITY
@@ -151,7 +153,7 @@ def test_server_store_migrates_a_store_written_before_006(chdb_root, tmp_path):
     try:
         store.ensure_database()
         records = _written_before_006(store)
-        assert migrate(store) == ["006_contents_by_day.sql"]
+        assert migrate(store)[0] == "006_contents_by_day.sql"
         store.execute(f"OPTIMIZE TABLE {database}.contents FINAL")
         for record in records:
             assert _identity_text(store, record.request_id) == IDENTITY

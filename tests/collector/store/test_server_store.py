@@ -26,6 +26,7 @@ from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir 
 from support import REPOSITORY
 
 from ..write_path_samples import make_batch
+from .older_schema import write_as_of
 
 # The exporter's otel_traces columns and types (ALIAS columns included), as
 # system.columns reports them.
@@ -43,8 +44,6 @@ OTEL_TRACES_COLUMNS = [
     ("ResourceAttributeItems", "Array(String)"), ("SpanAttributeItems", "Array(String)"),
 ]
 ALL_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
-# Columns of `blocks` and `tools` that migration 005 adds.
-MIGRATION_005_COLUMNS = ("content_sha256", "redacted")
 
 
 def now_ns() -> int:
@@ -169,12 +168,9 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         assert migrate(legacy, up_to=1) == ["001_initial.sql"]
         batch = make_batch(0, 2, started_at_ns=now_ns())
         old_tables = build_tables([], batch.records)  # 001 has no otel_traces
-        for name, table in old_tables.non_empty():
-            # The columns 001 has: what a collector of that version wrote.
-            legacy.insert(name, table.drop_columns([column for column in MIGRATION_005_COLUMNS
-                                                    if column in table.column_names]))
-        assert migrate(legacy) == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
-                                   "005_content_keys.sql", "006_contents_by_day.sql"]
+        write_as_of(legacy, old_tables)  # the columns 001 has: what a collector of that version wrote
+        assert migrate(legacy)[:5] == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
+                                       "005_content_keys.sql", "006_contents_by_day.sql"]
         rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
                             f"FROM {old}.requests FINAL ORDER BY request_id")
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},

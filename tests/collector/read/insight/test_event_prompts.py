@@ -278,12 +278,15 @@ def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):
     import uuid
 
     from promptprism.collector.store.migrations import migrate
+    from promptprism.collector.write.rows import build_tables
+
+    from ...store.older_schema import write_as_of
 
     store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
     try:
         assert migrate(store, up_to=3)[-1] == "003_logs.sql"
-        write_records(store, [span_record(0xD1 << 64, 0xD1, now_ns - 10**9)])
-        write_events(store, OPENAI_V2_EVENTS, 0xD1 << 64, 0xD1)
+        write_as_of(store, build_tables([], [span_record(0xD1 << 64, 0xD1, now_ns - 10**9)], genai_events=genai_events(
+            logs_payload(OPENAI_V2_EVENTS, trace_id=0xD1 << 64, span_id=0xD1))))
         assert migrate(store, up_to=4) == ["004_event_prompts.sql"]
         migrate(store)  # the later ones too: the read side's queries need their columns
         row, [block] = view_prompt(store, 0xD1)
