@@ -196,6 +196,9 @@ class RequestRecord:
         "Int64", attribute=names.REQUEST_HEADROOM_TOKENS, api="manifest.headroom_tokens"))
     reasoning_effort: str = field(default="", metadata=column(
         NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort"))
+    # The sampling temperature the request asked for; None when it set none.
+    temperature: float | None = field(default=None, metadata=column(
+        "Nullable(Float64)", attribute=names.GEN_AI_REQUEST_TEMPERATURE, api="parameters.temperature"))
 
     # Usage as the provider reported it; None when it did not (conventions.genai: current and older names).
     input_tokens: int | None = field(default=None, metadata=column(
