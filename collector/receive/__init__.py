@@ -3,7 +3,8 @@
 ``grpc`` (``TraceService`` / ``LogsService`` ``Export``) and ``http``
 (``POST /v1/traces``, ``/v1/logs``) check the token (``auth``), bound and
 decompress the payload, hand it to ``write.ingest.Ingest`` and turn its
-outcome into their protocol's answer. They convert nothing themselves.
+outcome into their protocol's answer with the one status table in
+``answers``. They convert nothing themselves.
 """
 
 from __future__ import annotations

@@ -1,38 +1,28 @@
 """OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export`` on one grpcio server.
 
 The handler only authenticates, hands the raw request bytes to ``Ingest``
-and answers. It takes the request undeserialized so the payload is parsed
-once and its bytes give the dedup token. grpcio itself enforces the receive
-limit (on the decompressed size) and answers RESOURCE_EXHAUSTED past it.
+and answers its outcome (``answers``). It takes the request undeserialized
+so the payload is parsed once and its bytes give the dedup token. grpcio
+itself enforces the receive limit (on the decompressed size) and answers
+RESOURCE_EXHAUSTED past it.
 """
 
 from __future__ import annotations
 
-import logging
 from concurrent import futures
 
 import grpc
-from google.protobuf.any_pb2 import Any as AnyMessage
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .. import metrics as outcomes
-from .._logsafe import describe_store_error
-from ..otlp import MalformedPayload
-from ..store.base import StoreError
-from ..write.ingest import ENCODING_PROTOBUF, Ingest
-from ..write.sink import Backpressure
+from ..write.ingest import ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, UNAUTHENTICATED, ExportOutcome, Ingest
+from .answers import grpc_answer
 from .auth import AUTHORIZATION, authorized
-
-logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE_NAME = "opentelemetry.proto.collector.logs.v1.LogsService"
 METHOD_NAME = "Export"
 TRANSPORT = "grpc"
-RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"  # the only place the Python exporter looks
-STATUS_DETAILS_TRAILER = "grpc-status-details-bin"  # google.rpc.Status, the gRPC richer-error model
 
 # Concurrent exports being decoded and written. Each holds a decoded batch
 # (up to the receive limit) in memory; the sink queues and groups them, so a
@@ -51,19 +41,6 @@ MAX_WORKERS = 8
 MAX_CONCURRENT_RPCS = 1024
 # On shutdown, calls in flight get this long to finish before being cancelled.
 STOP_GRACE_SECONDS = 10.0
-
-
-def retry_trailers(message: str, retry_after_seconds: float) -> tuple[tuple[str, bytes], ...]:
-    """RetryInfo in both places a client may look for it."""
-    retry_info = error_details_pb2.RetryInfo()
-    whole = int(retry_after_seconds)
-    retry_info.retry_delay.seconds = whole
-    retry_info.retry_delay.nanos = int((retry_after_seconds - whole) * 1e9)
-    detail = AnyMessage()
-    detail.Pack(retry_info)
-    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=message, details=[detail])
-    return ((RETRY_INFO_TRAILER, retry_info.SerializeToString()),
-            (STATUS_DETAILS_TRAILER, status.SerializeToString()))
 
 
 class GrpcReceiver:
@@ -113,39 +90,17 @@ class GrpcReceiver:
         self._executor.shutdown(wait=True)
 
     def _export(self, payload: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
-        outcome = self._ingest(self.ingest.export, payload, context)
-        response = ExportTraceServiceResponse()
-        if outcome.rejected_spans:
-            response.partial_success.rejected_spans = outcome.rejected_spans
-            response.partial_success.error_message = outcome.error_message
-        return response
+        return self._answer(KIND_TRACES, payload, context)
 
     def _export_logs(self, payload: bytes, context: grpc.ServicerContext) -> ExportLogsServiceResponse:
-        outcome = self._ingest(self.ingest.export_logs, payload, context)
-        response = ExportLogsServiceResponse()
-        if outcome.rejected_log_records:
-            response.partial_success.rejected_log_records = outcome.rejected_log_records
-            response.partial_success.error_message = outcome.error_message
-        return response
+        return self._answer(KIND_LOGS, payload, context)
 
-    def _ingest(self, export, payload: bytes, context: grpc.ServicerContext):
-        """Authenticate and run ``export``; every failure aborts the call with its status."""
+    def _answer(self, signal: str, payload: bytes, context: grpc.ServicerContext):
+        """Authenticate and ingest; answer the outcome (a failure aborts the call with its status)."""
         if self.token:
             header = next((value for key, value in context.invocation_metadata() if key == AUTHORIZATION), None)
             if not authorized(self.token, header):
-                self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_UNAUTHENTICATED)
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        try:
-            return export(payload, ENCODING_PROTOBUF, TRANSPORT)
-        except MalformedPayload as error:
-            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_MALFORMED, len(payload))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except Backpressure as error:
-            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_BACKPRESSURE, len(payload))
-            message = f"retry later: {error}"
-            context.set_trailing_metadata(retry_trailers(message, error.retry_after_seconds))
-            context.abort(grpc.StatusCode.UNAVAILABLE, message)
-        except StoreError as error:
-            self.metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(payload))
-            logger.error("store refused an OTLP/gRPC export: %s", describe_store_error(error))
-            context.abort(grpc.StatusCode.INTERNAL, "the store refused the data")
+                outcome = ExportOutcome(UNAUTHENTICATED, signal, message="missing or wrong bearer token")
+                return grpc_answer(outcome, context, self.metrics, TRANSPORT)
+        outcome = self.ingest.export(payload, ENCODING_PROTOBUF, TRANSPORT, signal)
+        return grpc_answer(outcome, context, self.metrics, TRANSPORT)

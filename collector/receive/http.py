@@ -2,44 +2,43 @@
 
 The handler authenticates, reads the body within the receive limit,
 decompresses it within the same limit, and hands it to ``Ingest`` on a
-worker thread (decoding and the sink's durable write block). Answers follow
-OTLP/HTTP: the response body is an ``ExportTraceServiceResponse`` (partial
-success; ``ExportLogsServiceResponse`` for logs) or a ``google.rpc.Status``
-in the request's encoding; 400 / 413 / 401 / 503 + Retry-After / 500 as
-SPEC §4 asks, the same for both signals.
+worker thread (decoding and the sink's durable write block). Every answer
+comes from the outcome (``answers``): the response body is the signal's
+``Export…ServiceResponse`` (partial success) or a ``google.rpc.Status``, in
+the request's encoding, with the status code the outcome's row of the
+status table names.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import math
 import zlib
 
 import anyio
-from google.rpc import code_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import metrics as outcomes
-from .._logsafe import describe_store_error
 from ..otlp import MalformedPayload
-from ..store.base import StoreError
-from ..write.ingest import ENCODING_JSON, ENCODING_PROTOBUF, Ingest
-from ..write.sink import Backpressure
+from ..write.ingest import (
+    ENCODING_JSON,
+    ENCODING_PROTOBUF,
+    KIND_LOGS,
+    KIND_TRACES,
+    MALFORMED,
+    RETRY,
+    TOO_LARGE,
+    UNAUTHENTICATED,
+    UNSUPPORTED,
+    ExportOutcome,
+    Ingest,
+)
+from .answers import JSON_TYPE, PROTOBUF_TYPE, http_answer
 from .auth import authorized
-
-logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
 TRANSPORT = "http"
-PROTOBUF_TYPE = "application/x-protobuf"
-JSON_TYPE = "application/json"
 # Exports decoded and written at once; as for gRPC (grpc.MAX_WORKERS),
 # each holds up to the receive limit in memory while the sink writes it.
 MAX_CONCURRENT_EXPORTS = 8
@@ -80,118 +79,72 @@ def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-def _status_body(encoding: str, code: int, message: str) -> tuple[bytes, str]:
-    if encoding == ENCODING_JSON:
-        return json.dumps({"code": code, "message": message}).encode(), JSON_TYPE
-    return status_pb2.Status(code=code, message=message).SerializeToString(), PROTOBUF_TYPE
-
-
-def _error(status: int, encoding: str, code: int, message: str, headers: dict | None = None) -> Response:
-    body, media_type = _status_body(encoding, code, message)
-    return Response(body, status_code=status, media_type=media_type, headers=headers)
-
-
-def _success(encoding: str, rejected: int, message: str) -> Response:
-    if encoding == ENCODING_JSON:
-        document = {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}} if rejected else {}
-        return Response(json.dumps(document).encode(), media_type=JSON_TYPE)
-    response = ExportTraceServiceResponse()
-    if rejected:
-        response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = message
-    return Response(response.SerializeToString(), media_type=PROTOBUF_TYPE)
-
-
-def _logs_success(encoding: str, rejected: int, message: str) -> Response:
-    if encoding == ENCODING_JSON:
-        document = ({"partialSuccess": {"rejectedLogRecords": str(rejected), "errorMessage": message}}
-                    if rejected else {})
-        return Response(json.dumps(document).encode(), media_type=JSON_TYPE)
-    response = ExportLogsServiceResponse()
-    if rejected:
-        response.partial_success.rejected_log_records = rejected
-        response.partial_success.error_message = message
-    return Response(response.SerializeToString(), media_type=PROTOBUF_TYPE)
-
-
 def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -> Starlette:
     """The OTLP/HTTP app: traces and logs share the limiter, limits and answers."""
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
     holding = anyio.CapacityLimiter(MAX_HELD_EXPORTS)
     metrics = ingest.metrics
 
+    def answer(outcome: ExportOutcome, encoding: str) -> Response:
+        found = http_answer(outcome, encoding, metrics, TRANSPORT)
+        return Response(found.body, status_code=found.status, media_type=found.media_type,
+                        headers=found.headers or None)
+
     async def export(request: Request) -> Response:
-        return await _export(request, ingest.export,
-                             lambda encoding, outcome: _success(encoding, outcome.rejected_spans, outcome.error_message))
+        return await _export(request, KIND_TRACES)
 
     async def export_logs(request: Request) -> Response:
-        return await _export(request, ingest.export_logs,
-                             lambda encoding, outcome: _logs_success(encoding, outcome.rejected_log_records,
-                                                                     outcome.error_message))
+        return await _export(request, KIND_LOGS)
 
-    async def _export(request: Request, ingest_export, answer) -> Response:
+    async def _export(request: Request, signal: str) -> Response:
         media_type = _media_type(request.headers.get("content-type", ""))
         encoding = ENCODING_JSON if media_type == JSON_TYPE else ENCODING_PROTOBUF
         if not authorized(token, request.headers.get("authorization")):
-            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_UNAUTHENTICATED)
-            return _error(401, encoding, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token",
-                          {"WWW-Authenticate": "Bearer"})
+            return answer(ExportOutcome(UNAUTHENTICATED, signal, message="missing or wrong bearer token"), encoding)
         if media_type not in (PROTOBUF_TYPE, JSON_TYPE):
-            return _error(415, encoding, code_pb2.INVALID_ARGUMENT,
-                          f"Content-Type must be {PROTOBUF_TYPE} or {JSON_TYPE}")
+            return answer(ExportOutcome(UNSUPPORTED, signal,
+                                        message=f"Content-Type must be {PROTOBUF_TYPE} or {JSON_TYPE}"), encoding)
         content_encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if content_encoding not in ("identity", "gzip", ""):
-            return _error(415, encoding, code_pb2.INVALID_ARGUMENT, "Content-Encoding must be gzip or identity")
+            return answer(ExportOutcome(UNSUPPORTED, signal, message="Content-Encoding must be gzip or identity"),
+                          encoding)
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > receive_limit_bytes:
-            return _too_large(encoding)
+            return answer(_too_large(signal), encoding)
         try:
             holding.acquire_nowait()
         except anyio.WouldBlock:
-            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_BACKPRESSURE)
-            return _error(503, encoding, code_pb2.UNAVAILABLE, "receiver full, retry later",
-                          {"Retry-After": str(FULL_RETRY_AFTER_SECONDS)})
+            return answer(ExportOutcome(RETRY, signal, message="receiver full, retry later",
+                                        retry_after_seconds=FULL_RETRY_AFTER_SECONDS), encoding)
         try:
-            return await _read_and_ingest(request, ingest_export, answer, encoding, content_encoding)
+            return answer(await _read_and_ingest(request, signal, encoding, content_encoding), encoding)
         finally:
             holding.release()
 
-    async def _read_and_ingest(request: Request, ingest_export, answer, encoding: str,
-                               content_encoding: str) -> Response:
+    async def _read_and_ingest(request: Request, signal: str, encoding: str, content_encoding: str) -> ExportOutcome:
         chunks, received = [], 0
         async for chunk in request.stream():
             received += len(chunk)
             if received > receive_limit_bytes:
-                return _too_large(encoding)
+                return _too_large(signal)
             chunks.append(chunk)
         body = b"".join(chunks)
-        try:
-            outcome = await anyio.to_thread.run_sync(_decode_and_ingest, ingest_export, body, content_encoding,
-                                                     encoding, limiter=limiter)
-        except PayloadTooLarge:
-            return _too_large(encoding)
-        except MalformedPayload as error:
-            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_MALFORMED, len(body))
-            return _error(400, encoding, code_pb2.INVALID_ARGUMENT, str(error))
-        except Backpressure as error:
-            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_BACKPRESSURE, len(body))
-            retry_after = str(max(1, math.ceil(error.retry_after_seconds)))
-            return _error(503, encoding, code_pb2.UNAVAILABLE, f"retry later: {error}", {"Retry-After": retry_after})
-        except StoreError as error:
-            metrics.export_finished(TRANSPORT, outcomes.OUTCOME_ERROR, len(body))
-            logger.error("store refused an OTLP/HTTP export: %s", describe_store_error(error))
-            return _error(500, encoding, code_pb2.INTERNAL, "the store refused the data")
-        return answer(encoding, outcome)
+        return await anyio.to_thread.run_sync(_decode_and_ingest, signal, body, content_encoding, encoding,
+                                              limiter=limiter)
 
-    def _decode_and_ingest(ingest_export, body: bytes, content_encoding: str, encoding: str):
+    def _decode_and_ingest(signal: str, body: bytes, content_encoding: str, encoding: str) -> ExportOutcome:
         if content_encoding == "gzip":
-            body = gunzip(body, receive_limit_bytes)
-        return ingest_export(body, encoding, TRANSPORT)
+            try:
+                body = gunzip(body, receive_limit_bytes)
+            except PayloadTooLarge:
+                return _too_large(signal)
+            except MalformedPayload as error:
+                return ExportOutcome(MALFORMED, signal, message=str(error), payload_bytes=len(body))
+        return ingest.export(body, encoding, TRANSPORT, signal)
 
-    def _too_large(encoding: str) -> Response:
-        metrics.export_finished(TRANSPORT, outcomes.OUTCOME_TOO_LARGE)
-        return _error(413, encoding, code_pb2.RESOURCE_EXHAUSTED,
-                      f"request larger than the receive limit of {receive_limit_bytes} bytes")
+    def _too_large(signal: str) -> ExportOutcome:
+        return ExportOutcome(TOO_LARGE, signal,
+                             message=f"request larger than the receive limit of {receive_limit_bytes} bytes")
 
     return Starlette(routes=[Route(TRACES_PATH, export, methods=["POST"]),
                              Route(LOGS_PATH, export_logs, methods=["POST"])])

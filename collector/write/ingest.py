@@ -1,21 +1,25 @@
-"""One OTLP export, transport-independent: convert → sink → answer.
+"""One OTLP export, transport-independent: convert → sink → an outcome.
 
-Traces go through ``Ingest.export``, logs through ``Ingest.export_logs``,
-with the same outcomes. Conversion (parse, decode, reassemble, rows:
-``convert``) runs in a worker process when the collector has a pool
-(``workers``), else in the calling thread; the sink makes the tables
-durable in this process either way.
+``Ingest.export`` takes a decompressed traces or logs payload and returns an
+``ExportOutcome`` — it does not raise into the receivers. Conversion (parse,
+decode, reassemble, rows: ``convert``) runs in a worker process when the
+collector has a pool (``workers``), else in the calling thread; the sink
+makes the tables durable in this process either way. Each receiver turns
+the outcome into its protocol's answer with the one status table in
+``receive.answers``, as an OpenTelemetry exporter returns an
+``ExportResult`` for its caller to act on.
 
-Both receivers call ``Ingest.export`` with the decompressed payload and turn
-its outcome into their protocol's answer; they do no conversion of their
-own. The outcome classes map onto SPEC §4's status codes:
+Outcomes:
 
-- ``MalformedPayload``   → gRPC INVALID_ARGUMENT / HTTP 400
-- ``Backpressure``       → gRPC UNAVAILABLE + RetryInfo / HTTP 503 + Retry-After
-  (also: every worker busy, a worker died mid-export)
-- ``StoreError``         → gRPC INTERNAL / HTTP 500 (the store refused the rows for good)
-- an ``ExportOutcome`` with ``rejected_spans`` → OTLP partial success
-  (``rejected_log_records`` for logs).
+- ``OK``: every item stored; ``PARTIAL``: stored, some items left out for
+  invalid ids (OTLP partial success);
+- ``MALFORMED``: not a decodable OTLP payload;
+- ``RETRY``: not stored, try again after ``retry_after_seconds`` (the store is
+  down and the spool full, the receiver is full, every worker is busy, a
+  worker died mid-export);
+- ``REFUSED``: the store refused the rows for good (or they cannot be laid out);
+- ``TOO_LARGE``, ``UNAUTHENTICATED``, ``UNSUPPORTED``: what the receivers
+  themselves decide before a payload reaches ``export``.
 """
 
 from __future__ import annotations
@@ -23,30 +27,42 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .._logsafe import RateLimitedLog, describe_exception
-from ..metrics import Metrics, OUTCOME_OK, OUTCOME_PARTIAL
+from .._logsafe import RateLimitedLog, describe_exception, describe_store_error
+from ..metrics import Metrics
 from ..otlp import MalformedPayload
 from ..store.base import StoreError
 from .convert import ENCODING_JSON, ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, LOGS_TOKEN_PREFIX, ConvertedExport
 from .convert import convert as convert_in_process
+from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "LOGS_TOKEN_PREFIX", "ExportOutcome", "Ingest", "LogsExportOutcome"]
+__all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "KIND_LOGS", "KIND_TRACES", "LOGS_TOKEN_PREFIX", "ExportOutcome",
+           "Ingest", "OK", "PARTIAL", "MALFORMED", "TOO_LARGE", "RETRY", "REFUSED", "UNAUTHENTICATED", "UNSUPPORTED"]
+
+OK = "ok"
+PARTIAL = "partial"
+MALFORMED = "malformed"
+TOO_LARGE = "too_large"
+RETRY = "retry"
+REFUSED = "refused"
+UNAUTHENTICATED = "unauthenticated"
+UNSUPPORTED = "unsupported"  # a Content-Type or Content-Encoding OTLP/HTTP does not define
 
 
 @dataclass(frozen=True, slots=True)
 class ExportOutcome:
-    accepted_spans: int
-    rejected_spans: int
-    error_message: str
+    """What became of one export, for the receiver to answer."""
 
-
-@dataclass(frozen=True, slots=True)
-class LogsExportOutcome:
-    accepted_log_records: int
-    rejected_log_records: int
-    error_message: str
+    kind: str  # OK, PARTIAL, MALFORMED, TOO_LARGE, RETRY, REFUSED, UNAUTHENTICATED, UNSUPPORTED
+    signal: str = KIND_TRACES  # KIND_TRACES or KIND_LOGS: which OTLP response carries a partial success
+    accepted: int = 0  # spans or log records stored
+    rejected: int = 0  # left out for invalid ids (PARTIAL)
+    # For the sender (never logged: a parser's detail may quote the payload):
+    # which items were rejected, why the payload is malformed or not stored.
+    message: str = ""
+    retry_after_seconds: float = 0.0  # RETRY: how long the sender should wait
+    payload_bytes: int = 0
 
 
 class Ingest:
@@ -58,54 +74,52 @@ class Ingest:
         self.pool = pool
         self.bad_payloads = RateLimitedLog(logger)
 
-    def export(self, payload: bytes, encoding: str, transport: str) -> ExportOutcome:
-        """Convert and hand to the sink; returns once durable.
+    def export(self, payload: bytes, encoding: str, transport: str, signal: str = KIND_TRACES) -> ExportOutcome:
+        """Convert and hand to the sink; returns once the items are durable, or why not.
 
-        Raises MalformedPayload, sink.Backpressure or StoreError. The dedup
-        token is the payload's sha256: a batch re-sent after a timeout has the
-        same bytes, so the sink stores it once.
+        The dedup token is the payload's sha256: a batch re-sent after a
+        timeout has the same bytes, so the sink stores it once. Nothing waits
+        for the other signal: the read side joins a request's spans and GenAI
+        log events whenever both are stored.
         """
-        converted = self._convert(KIND_TRACES, payload, encoding, transport)
-        self.sink.accept(converted)
-        self.metrics.batch_accepted(converted.received, converted.rejected, converted.requests,
-                                    converted.mapped_blocks, converted.unmapped_reasons)
-        self._finish(converted, "span(s)", transport, len(payload))
-        return ExportOutcome(converted.received, converted.rejected, converted.error_message)
-
-    def export_logs(self, payload: bytes, encoding: str, transport: str) -> LogsExportOutcome:
-        """Convert into GenAI content events and other records, hand to the sink.
-
-        Same contract as ``export``. Nothing waits for the spans these events
-        belong to: the read side joins the two halves whenever both are stored.
-        """
-        converted = self._convert(KIND_LOGS, payload, encoding, transport)
-        self.sink.accept(converted)
-        self.metrics.logs_accepted(converted.genai_events, converted.other_log_records, converted.rejected,
-                                   converted.unjoinable_genai_events)
-        self._finish(converted, "log record(s)", transport, len(payload))
-        return LogsExportOutcome(converted.received, converted.rejected, converted.error_message)
-
-    def _convert(self, kind: str, payload: bytes, encoding: str, transport: str) -> ConvertedExport:
+        size = len(payload)
         try:
-            if self.pool is not None:
-                return self.pool.convert(kind, payload, encoding)
-            try:
-                return convert_in_process(kind, payload, encoding)
-            except MalformedPayload:
-                raise
-            except Exception as error:  # a value the columns cannot hold: this export only
-                self.bad_payloads.warning("cannot convert an OTLP %s export: %s", kind, describe_exception(error))
-                raise StoreError("cannot convert the export") from None
+            converted = self._convert(signal, payload, encoding)
+            self.sink.accept(converted)
         except MalformedPayload as error:
             # The reason, never the payload: it may hold prompt content.
-            signal = "" if kind == KIND_TRACES else f"{kind} "
+            what = "" if signal == KIND_TRACES else f"{signal} "
             self.bad_payloads.warning("malformed OTLP %s%s payload over %s (%d bytes): %s",
-                                      signal, encoding, transport, len(payload), error.summary)
-            raise
-
-    def _finish(self, converted: ConvertedExport, what: str, transport: str, payload_bytes: int) -> None:
+                                      what, encoding, transport, size, error.summary)
+            return ExportOutcome(MALFORMED, signal, message=str(error), payload_bytes=size)
+        except Backpressure as error:
+            return ExportOutcome(RETRY, signal, message=f"retry later: {error}",
+                                 retry_after_seconds=error.retry_after_seconds, payload_bytes=size)
+        except StoreError as error:
+            logger.error("store refused an OTLP %s export over %s: %s", signal, transport,
+                         describe_store_error(error))
+            return ExportOutcome(REFUSED, signal, message="the store refused the data", payload_bytes=size)
+        if signal == KIND_TRACES:
+            self.metrics.batch_accepted(converted.received, converted.rejected, converted.requests,
+                                        converted.mapped_blocks, converted.unmapped_reasons)
+        else:
+            self.metrics.logs_accepted(converted.genai_events, converted.other_log_records, converted.rejected,
+                                       converted.unjoinable_genai_events)
         if converted.rejected:
+            what = "span(s)" if signal == KIND_TRACES else "log record(s)"
             self.bad_payloads.warning("rejected %d %s over %s: %s", converted.rejected, what, transport,
                                       converted.error_message)
-        self.metrics.export_finished(transport, OUTCOME_PARTIAL if converted.rejected else OUTCOME_OK,
-                                     payload_bytes)
+        return ExportOutcome(PARTIAL if converted.rejected else OK, signal, converted.received, converted.rejected,
+                             converted.error_message, payload_bytes=size)
+
+    def _convert(self, signal: str, payload: bytes, encoding: str) -> ConvertedExport:
+        """The export's tables; raises MalformedPayload, Backpressure or StoreError."""
+        if self.pool is not None:
+            return self.pool.convert(signal, payload, encoding)
+        try:
+            return convert_in_process(signal, payload, encoding)
+        except MalformedPayload:
+            raise
+        except Exception as error:  # a value the columns cannot hold: this export only
+            self.bad_payloads.warning("cannot convert an OTLP %s export: %s", signal, describe_exception(error))
+            raise StoreError("cannot convert the export") from None
