@@ -231,7 +231,7 @@ def script(*, database: str, retention_days: int, cluster: str) -> str:
         lines.append(f"\n-- {migration.name}")
         if migration.is_python:
             # Not recorded here: the first `promptprism migrate` or collector start-up runs it.
-            lines.append(f"-- a Python step (a backfill): applied by `promptprism migrate` or the collector's "
+            lines.append("-- a Python step (a backfill): applied by `promptprism migrate` or the collector's "
                          "start-up migration, not by this script")
             continue
         lines.extend(statement + ";" for statement in migration.statements)

@@ -11,7 +11,7 @@ one call.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -19,58 +19,6 @@ STRING_MAP = pa.map_(pa.string(), pa.string())
 # Offsets of list and map arrays: Arrow's default (non-"large") layouts use
 # 32-bit offsets, which is what pa.list_ / pa.map_ columns carry.
 OFFSET_TYPE = pa.int32()
-
-
-def integer_range(kind: pa.DataType) -> tuple[int, int]:
-    bits = kind.bit_width
-    if pa.types.is_unsigned_integer(kind):
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
-
-def integer_array(values: Sequence[Any], kind: pa.DataType, *, nullable: bool = False) -> pa.Array:
-    """An integer column from Python numbers, lenient as runtime is: a value
-    beyond the column's range (a count a broken client sent, a negative size)
-    is stored at the bound, a fractional one truncated, a missing one as 0
-    (as null when ``nullable``), rather than failing the whole batch. One C
-    call when every value already fits."""
-    try:
-        array = pa.array(values, kind)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        array = None
-    if array is not None and (nullable or not array.null_count):
-        return array
-    low, high = integer_range(kind)
-    return pa.array([None if value is None and nullable else max(low, min(high, int(value or 0)))
-                     for value in values], kind)
-
-
-# ClickHouse column types → Arrow types, for the columns the record declares (record.py).
-_SCALAR_TYPES = {
-    "String": pa.string(), "Bool": pa.bool_(), "Float32": pa.float32(), "Float64": pa.float64(),
-    "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
-    "Int8": pa.int8(), "Int16": pa.int16(), "Int32": pa.int32(), "Int64": pa.int64(),
-    "DateTime64(9, 'UTC')": pa.timestamp("ns", tz="UTC"), "Date": pa.date32(),
-}
-
-
-def arrow_type(clickhouse_type: str) -> pa.DataType:
-    """``Nullable(Int64)`` → int64, ``Map(LowCardinality(String), String)`` → map<string, string>, …"""
-    for wrapper in ("Nullable(", "LowCardinality("):
-        if clickhouse_type.startswith(wrapper):
-            return arrow_type(clickhouse_type[len(wrapper):-1])
-    if clickhouse_type.startswith("Array("):
-        return pa.list_(arrow_type(clickhouse_type[len("Array("):-1]))
-    if clickhouse_type.startswith("Map("):
-        inner, depth = clickhouse_type[len("Map("):-1], 0
-        for position, char in enumerate(inner):
-            depth += (char == "(") - (char == ")")
-            if char == "," and depth == 0:
-                return pa.map_(arrow_type(inner[:position].strip()), arrow_type(inner[position + 1:].strip()))
-    try:
-        return _SCALAR_TYPES[clickhouse_type]
-    except KeyError:
-        raise TypeError(f"no Arrow type for the ClickHouse type {clickhouse_type!r}") from None
 
 
 def strings(values: list, stringify: Callable[[Any], str]) -> pa.Array:

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any, Callable, Collection, Iterable
+from typing import Any, Collection, Iterable
 
 import pyarrow as pa
 
 from ...wire import names
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedLogRecord, DecodedSpan
-from ..record import REQUEST_COLUMNS, Block, Column, GenAIEvent, RequestRecord, ToolDefinition
-from ._columns import STRING_MAP, MapColumn, arrow_type, integer_array, list_array, pluck, repeat
+from ..record import REQUEST_COLUMNS, Block, GenAIEvent, RequestRecord, ToolDefinition
+from ..store.declared import DeclaredTable, integer_array
+from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -58,35 +58,14 @@ def _day(started_at_ns: int) -> int:
     return int(started_at_ns) // NANOSECONDS_PER_DAY
 
 
-def _map(pairs: dict[str, str]) -> list[tuple[str, str]]:
-    return [(str(key), str(value)) for key, value in pairs.items()]
-
-
 # --- requests ---------------------------------------------------------------
 
-def _request_column(column: Column) -> Callable[[list[RequestRecord]], pa.Array]:
-    """How one declared column of ``requests`` is laid out from the records (record.py)."""
-    kind = arrow_type(column.type)
-    get = column.derive or attrgetter(column.field)
-    if pa.types.is_integer(kind):
-        nullable = column.type.startswith("Nullable(")
-        return lambda records: integer_array(list(map(get, records)), kind, nullable=nullable)
-    if pa.types.is_timestamp(kind):
-        return lambda records: pa.array([int(value) for value in map(get, records)], kind)
-    if pa.types.is_map(kind):
-        return lambda records: pa.array([_map(value) for value in map(get, records)], kind)
-    if pa.types.is_list(kind):
-        return lambda records: pa.array([[str(item) for item in value] for value in map(get, records)], kind)
-    return lambda records: pa.array(list(map(get, records)), kind)
-
-
-# (column, how to lay it out) for every column of `requests`, derived once from the declaration.
-_REQUEST_COLUMNS = tuple((column.name, _request_column(column)) for column in REQUEST_COLUMNS)
+# Every column of `requests`, laid out as the record declares it (record.py).
+_REQUESTS = DeclaredTable(REQUEST_COLUMNS)
 
 
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
-    records = list(records)
-    return pa.table({name: lay_out(records) for name, lay_out in _REQUEST_COLUMNS})
+    return _REQUESTS.table(records)
 
 
 # --- blocks, tools, contents ------------------------------------------------

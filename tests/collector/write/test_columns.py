@@ -3,41 +3,16 @@
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
 from promptprism.collector.otlp.attribute_text import otel_attribute_string
 from promptprism.collector.write._columns import (
     STRING_MAP,
     MapColumn,
-    arrow_type,
-    integer_array,
     list_array,
     pluck,
     repeat,
     strings,
 )
-
-
-def test_integer_array_fast_path_and_lenient_fallback():
-    assert integer_array([0, 5, 2**40], pa.uint64()).to_pylist() == [0, 5, 2**40]
-    assert integer_array([], pa.uint32()).type == pa.uint32()
-    # negative, missing or fractional values: max(0, int(value or 0)), as rows always stored them
-    assert integer_array([-3, None, 2.7, 4], pa.uint64()).to_pylist() == [0, 0, 2, 4]
-    assert integer_array([2**64 - 1], pa.uint64()).to_pylist() == [2**64 - 1]
-    # beyond the range: at the bound; nullable columns keep their nulls
-    assert integer_array([2**40, -(2**40)], pa.int32()).to_pylist() == [2**31 - 1, -(2**31)]
-    assert integer_array([None, 2**70], pa.int64(), nullable=True).to_pylist() == [None, 2**63 - 1]
-    assert integer_array([None, 3], pa.int64(), nullable=True).to_pylist() == [None, 3]
-
-
-def test_arrow_types_of_the_declared_columns():
-    assert arrow_type("Nullable(Int64)") == pa.int64()
-    assert arrow_type("LowCardinality(String)") == pa.string()
-    assert arrow_type("Array(LowCardinality(String))") == pa.list_(pa.string())
-    assert arrow_type("Map(LowCardinality(String), String)") == STRING_MAP
-    assert arrow_type("DateTime64(9, 'UTC')") == pa.timestamp("ns", tz="UTC")
-    with pytest.raises(TypeError):
-        arrow_type("Decimal(9, 2)")
 
 
 def test_strings_stringifies_everything_but_str():
