@@ -228,9 +228,10 @@ class RequestRecord:
         STRING_MAP, api="resource_attributes"))
 
 
-def _declared_columns() -> tuple[Column, ...]:
+def declared_columns(record_type: type) -> tuple[Column, ...]:
+    """The columns the fields of ``record_type`` declare, in field order."""
     columns = []
-    for record_field in fields(RequestRecord):
+    for record_field in fields(record_type):
         declared = record_field.metadata.get(_COLUMN)
         if declared is None:
             continue
@@ -244,9 +245,9 @@ DERIVED_COLUMNS = (
     Column("block_count", "UInt32", summary=True, derive=lambda record: len(record.blocks)),  # blocks stored
 )
 # Every column of `requests` that a record fills.
-REQUEST_COLUMNS: tuple[Column, ...] = _declared_columns() + DERIVED_COLUMNS
+REQUEST_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_COLUMNS
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
-STORE_FILLED_COLUMNS = (
+REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
 )
 
@@ -254,17 +255,42 @@ STORE_FILLED_COLUMNS = (
 @dataclass(slots=True)
 class GenAIEvent:
     """A GenAI content event (``gen_ai.*.message``, ``gen_ai.choice``,
-    ``gen_ai.client.inference.operation.details``), kept for the read side to
-    join to its request by (trace_id, span_id). Body and attributes are
-    stored as JSON text, typed, so the join sees what the span would have."""
+    ``gen_ai.client.inference.operation.details``): a ``genai_events`` row,
+    joined to its request by (trace_id, span_id). Body and attributes are
+    kept as JSON text, typed; what the event contributes to its request is
+    computed once, when it is received (``conventions.events``), and stored
+    beside them, so the read side and the SQL views only join."""
 
-    time_ns: int
-    trace_id: str
-    span_id: str
-    sequence: int
-    event_name: str
-    service: str
-    scope_name: str
-    body_json: str
-    attributes_json: str
-    record_sha256: str  # identity of the record: a re-sent copy collapses onto it
+    time_ns: int = field(metadata=column("DateTime64(9, 'UTC')", name="timestamp"))
+    trace_id: str = field(metadata=column(STRING))
+    span_id: str = field(metadata=column(STRING))
+    sequence: int = field(metadata=column("UInt32"))  # position in its export: orders equal timestamps
+    event_name: str = field(metadata=column(NAME))
+    service: str = field(metadata=column(NAME))
+    scope_name: str = field(metadata=column(NAME))
+    body_json: str = field(metadata=column(STRING, name="body"))
+    attributes_json: str = field(metadata=column(STRING, name="attributes"))
+    record_sha256: str = field(metadata=column(STRING))  # identity of the record: a re-sent copy collapses onto it
+
+    # Its contribution (conventions.events): how it combines with the other events of its request, …
+    contribution: str = field(default="", metadata=column(NAME))  # "details" | "input" | "output"
+    # … the content attributes an operation-details event carries, as JSON text (None: not carried), …
+    system_instructions: str | None = field(default=None, metadata=column("Nullable(String)"))
+    input_messages: str | None = field(default=None, metadata=column("Nullable(String)"))
+    output_messages: str | None = field(default=None, metadata=column("Nullable(String)"))
+    # … the one message of an input or output event, as JSON text, its place and whether it has content, …
+    message: str | None = field(default=None, metadata=column("Nullable(String)"))
+    message_index: int = field(default=0, metadata=column("Int64"))
+    message_has_parts: bool = field(default=False, metadata=column("Bool"))
+    # … and the system-prompt text it carries: of its system instructions, of its system messages.
+    instructions_text: str | None = field(default=None, metadata=column("Nullable(String)"))
+    system_text: str | None = field(default=None, metadata=column("Nullable(String)"))
+    # The rule that computed the above (conventions.events.CONTRIBUTION_VERSION); 0: not computed yet.
+    contribution_version: int = field(default=0, metadata=column("UInt8"))
+
+
+# Every column of `genai_events` that an event fills, and those the store fills itself.
+GENAI_EVENT_COLUMNS: tuple[Column, ...] = declared_columns(GenAIEvent)
+GENAI_EVENT_STORE_FILLED_COLUMNS = (
+    Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row
+)

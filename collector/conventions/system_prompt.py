@@ -13,6 +13,7 @@ when content capture was on, in one of several shapes:
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ...wire import names
@@ -22,30 +23,62 @@ SYSTEM_ROLES = ("system", "developer")  # OpenAI renamed system to developer for
 MESSAGE_SEPARATOR = "\n\n"
 # gen_ai.prompt.N: N beyond this is not a real prompt (and would make the scan unbounded).
 MAX_LEGACY_MESSAGES = 10_000
+# The block that stands for a whole system prompt seen without a map.
+WHOLE_PROMPT_BLOCK_NAME = "system"
+WHOLE_PROMPT_LAYER = "unknown"  # no map says which layers it holds
 
 
 def system_prompt_text(attributes: dict) -> tuple[str, str] | None:
     """(attribute it came from, text), or None when no system text was captured."""
-    instructions = _structured(attributes.get(names.GEN_AI_SYSTEM_INSTRUCTIONS))
-    if instructions is not None:
-        if isinstance(instructions, str):
-            return names.GEN_AI_SYSTEM_INSTRUCTIONS, instructions
-        text = _parts_text(instructions)
+    if names.GEN_AI_SYSTEM_INSTRUCTIONS in attributes:
+        text = instructions_text(attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS])
         if text is not None:
             return names.GEN_AI_SYSTEM_INSTRUCTIONS, text
-    messages = _structured(attributes.get(names.GEN_AI_INPUT_MESSAGES))
-    if isinstance(messages, list):
-        texts = [_message_text(message) for message in messages
-                 if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES]
-        texts = [text for text in texts if text is not None]
-        if texts:
-            return names.GEN_AI_INPUT_MESSAGES, MESSAGE_SEPARATOR.join(texts)
+    if names.GEN_AI_INPUT_MESSAGES in attributes:
+        text = messages_system_text(attributes[names.GEN_AI_INPUT_MESSAGES])
+        if text is not None:
+            return names.GEN_AI_INPUT_MESSAGES, text
     inputs, _ = legacy_messages(attributes)
     texts = [message["content"] for message in inputs
              if message.get("role") in SYSTEM_ROLES and isinstance(message.get("content"), str)]
     if texts:
         return names.GEN_AI_PROMPT_PREFIX + "N.content", MESSAGE_SEPARATOR.join(texts)
     return None
+
+
+def instructions_text(value: object) -> str | None:
+    """The text of a ``gen_ai.system_instructions`` value (parts, JSON text of parts, or plain text)."""
+    instructions = _structured(value)
+    if instructions is None:
+        return None
+    if isinstance(instructions, str):
+        return instructions
+    return _parts_text(instructions)
+
+
+def messages_system_text(value: object) -> str | None:
+    """The system and developer messages of a ``gen_ai.input.messages`` value, joined; None without any."""
+    messages = _structured(value)
+    if not isinstance(messages, list):
+        return None
+    texts = [message_text(message) for message in messages
+             if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES]
+    texts = [text for text in texts if text is not None]
+    return MESSAGE_SEPARATOR.join(texts) if texts else None
+
+
+def whole_prompt(text: str, declared_sha256: str = "") -> tuple[bytes, str] | None:
+    """A system prompt seen without a map: its UTF-8 bytes and sha256, or None when it
+    cannot stand for the prompt (half a character escaped in JSON: no bytes to measure;
+    a prompt hash declared on the span that is not this text's)."""
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    digest = hashlib.sha256(encoded).hexdigest()
+    if declared_sha256 and declared_sha256.lower() != digest:
+        return None
+    return encoded, digest
 
 
 def legacy_messages(attributes: dict) -> tuple[list[dict], list[dict]]:
@@ -94,7 +127,7 @@ def _parts_text(parts: object) -> str | None:
     return "".join(texts) if texts else None
 
 
-def _message_text(message: dict) -> str | None:
+def message_text(message: dict) -> str | None:
     if "parts" in message:
         return _parts_text(message["parts"])
     content = message.get("content")

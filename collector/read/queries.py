@@ -122,15 +122,19 @@ WHERE day IN JSONExtract({days:String}, 'Array(Date)')
   AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
 """
 
-# GenAI content events of some requests, for the read-time join (``events``):
-# instrumentations that send content as log records leave it off the span.
-# Both id lists are bound; the caller keeps the (trace_id, span_id) pairs it
-# asked for. ORDER BY matches the table's, so the look-up reads few granules.
+# What the GenAI content events of some requests contribute to them, for the
+# read-time join (``events``): instrumentations that send content as log records
+# leave it off the span. Both id lists are bound; the caller keeps the
+# (trace_id, span_id) pairs it asked for. ORDER BY matches the table's, so
+# the look-up reads few granules.
 GENAI_EVENTS_FOR_REQUESTS = """
-SELECT trace_id, span_id, toUnixTimestamp64Nano(timestamp) AS time_ns, sequence, event_name, body, attributes
+SELECT trace_id, span_id, toUnixTimestamp64Nano(timestamp) AS time_ns, sequence, contribution,
+       system_instructions, input_messages, output_messages, message, message_index, message_has_parts,
+       instructions_text, system_text
 FROM {db:Identifier}.genai_events FINAL
 WHERE trace_id IN JSONExtract({trace_ids:String}, 'Array(String)')
   AND span_id IN JSONExtract({span_ids:String}, 'Array(String)')
+  AND contribution != ''
 ORDER BY trace_id, span_id, time_ns, sequence
 LIMIT {limit:UInt32} BY trace_id, span_id
 """
@@ -273,7 +277,7 @@ def conversation_members(store: Store, conversation_ids: Iterable[str], until_ns
 
 
 def genai_events_for(store: Store, keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
-    """GenAI content events of the (trace_id, span_id) pairs, in time order per request."""
+    """The stored contributions of the GenAI content events of the (trace_id, span_id) pairs, in time order."""
     wanted = set(keys)
     if not wanted:
         return []

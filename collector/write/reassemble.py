@@ -16,7 +16,12 @@ from typing import Iterable
 
 from ...wire import names
 from .. import conventions
-from ..conventions.system_prompt import system_prompt_text
+from ..conventions.system_prompt import (
+    WHOLE_PROMPT_BLOCK_NAME,
+    WHOLE_PROMPT_LAYER,
+    system_prompt_text,
+    whole_prompt,
+)
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedSpan, SpanEvent
 from ..record import Block, RequestRecord, ToolDefinition
@@ -26,10 +31,6 @@ SHA256_HEX_LENGTH = 64
 # lowercase hex digit: one C call instead of a set test per character.
 _HEX_DIGITS = "0123456789abcdef"
 REPLACEMENT_CHARACTER = "\ufffd"  # what a lenient decoder leaves of a split character
-
-# The block that stands for a whole system prompt seen without a map.
-WHOLE_PROMPT_BLOCK_NAME = "system"
-WHOLE_PROMPT_LAYER = "unknown"  # no map says which layers it holds
 
 _NOT_REQUESTS = frozenset({names.OPERATION_EXECUTE_TOOL, names.OPERATION_INVOKE_AGENT, names.OPERATION_CREATE_AGENT})
 _STABILITIES = frozenset(names.STABILITIES)
@@ -212,13 +213,10 @@ def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:
     if found is None:
         return
     source, text = found
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeEncodeError:  # a JSON escape of half a character: no bytes to measure or store
+    prompt = whole_prompt(text, record.prompt_sha256)
+    if prompt is None:  # no bytes to measure, or not the prompt the span describes
         return
-    digest = hashlib.sha256(encoded).hexdigest()
-    if record.prompt_sha256 and record.prompt_sha256.lower() != digest:
-        return  # the captured text is not the prompt the span describes
+    encoded, digest = prompt
     record.prompt_bytes, record.prompt_sha256 = len(encoded), digest
     if encoded:
         record.blocks = [Block(0, WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, names.STABILITY_UNKNOWN,

@@ -32,7 +32,7 @@ import pyarrow as pa
 from ...wire import names
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedLogRecord, DecodedSpan
-from ..record import REQUEST_COLUMNS, Block, GenAIEvent, RequestRecord, ToolDefinition
+from ..record import GENAI_EVENT_COLUMNS, REQUEST_COLUMNS, Block, GenAIEvent, RequestRecord, ToolDefinition
 from ..store.declared import DeclaredTable, integer_array
 from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat
 
@@ -250,20 +250,12 @@ _EVENT_TOOL_DEFINITION, _TOOL_CONTENT = names.EVENT_TOOL_DEFINITION, names.TOOL_
 
 # --- logs: GenAI content events, and otel_logs for the rest -------------------
 
+_GENAI_EVENTS = DeclaredTable(GENAI_EVENT_COLUMNS)
+
+
 def genai_events_table(events: Iterable[GenAIEvent]) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in (
-        "timestamp", "trace_id", "span_id", "sequence", "event_name", "service", "scope_name",
-        "body", "attributes", "record_sha256")}
-    for event in events:
-        for name, value in (
-            ("timestamp", int(event.time_ns)), ("trace_id", event.trace_id), ("span_id", event.span_id),
-            ("sequence", _unsigned(event.sequence)), ("event_name", event.event_name),
-            ("service", event.service), ("scope_name", event.scope_name), ("body", event.body_json),
-            ("attributes", event.attributes_json), ("record_sha256", event.record_sha256),
-        ):
-            columns[name].append(value)
-    types = {"timestamp": TIMESTAMP, "sequence": pa.uint32()}
-    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+    """GenAI content events with their contributions, laid out as record.py declares them."""
+    return _GENAI_EVENTS.table(events)
 
 
 # The exporter's TraceFlags and SeverityNumber columns are UInt8: the W3C

@@ -223,7 +223,7 @@ def test_expander_models_the_plugin():
 
 def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     """The committed panels, as Grafana runs them, see an event-only prompt with
-    the size the API serves (the views of migration 004 under the panels' SQL)."""
+    the size the API serves (the views of migration 008 under the panels' SQL)."""
     import time
 
     from promptprism.collector.read import lookups

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from promptprism.collector.otlp.logs import decode_protobuf
-from promptprism.collector.write.genai_events import is_genai_content_event, split_logs
+from promptprism.collector.conventions.events import is_genai_content_event
+from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.rows import build_tables, merge_tables
 from promptprism.collector.write.sink import IngestBatch
 from promptprism.collector.write.sink import open_sink

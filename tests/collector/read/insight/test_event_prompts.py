@@ -1,12 +1,15 @@
 """System prompts that arrived as OTLP log events, as SQL readers see them.
 
-The read side's loader joins GenAI events to their request in Python
-(read/events.py); the views of migration 004 (`prompt_requests`, `prompt_blocks`)
-must give every SQL reader — the insight queries, so the API insight
-routes, the CLI, the overview page and the Grafana panels — the same system
-prompt: one unmapped block with the size and hash the API serves. Each case
-here is written through the real write path (SDK log records → decode →
-split → rows → store) and read both ways.
+What each GenAI event contributes is computed once, at ingest
+(conventions/events.py), and stored; the read side's loader combines a
+request's stored contributions in Python (read/events.py), the views of
+migration 008 (`event_prompts`, `prompt_requests`, `prompt_blocks`) combine
+the same columns in SQL for every SQL reader — the insight queries, so the
+API insight routes, the CLI, the overview page and the Grafana panels. Both
+must give the same system prompt: one unmapped block with the size and hash
+the API serves. Each case here is written through the real write path (SDK
+log records → decode → split → contributions → rows → store) and read both
+ways.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from promptprism.collector.read.insight import report
 from promptprism.collector.read.insight.queries import QUERIES, STORE
 from promptprism.collector.read.insight.report import Filters, Window
 from promptprism.collector.write.genai_events import split_logs
-from promptprism.collector.write.reassemble import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER, build_record
+from promptprism.collector.conventions.system_prompt import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER
+from promptprism.collector.write.reassemble import build_record
 from promptprism.wire import names
 
 from ...log_samples import OPENAI_V2_EVENTS, OPENAI_V2_SPAN_INPUT, OPENAI_V2_SPAN_OUTPUT, SYSTEM_PROMPT, \
@@ -273,8 +277,7 @@ def test_a_log_that_arrives_before_its_span_counts_once_the_span_is_stored(store
 
 
 def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):
-    """Rows written under migration 003 have no system_prompt_parts on disk:
-    ClickHouse computes the column when they are read."""
+    """Rows written under migration 003 get their contribution from migration 009."""
     import uuid
 
     from promptprism.collector.store.migrations import migrate
@@ -303,25 +306,29 @@ def test_insight_sql_reads_the_views_not_the_tables():
         assert ".requests " not in sql and ".blocks " not in sql and " FINAL" not in sql, query.name
 
 
-@pytest.mark.parametrize(("event_name", "body", "attributes"), [
-    (names.EVENT_SYSTEM_MESSAGE, "", ""),
-    (names.EVENT_SYSTEM_MESSAGE, "not json", "not json"),
-    (names.EVENT_SYSTEM_MESSAGE, '{"content": [1, null, {"type": 3}, {"text": 5}]}', ""),
-    (names.EVENT_SYSTEM_MESSAGE, '{"role": 5, "content": {"type": "text", "text": null}}', ""),
-    (names.EVENT_SYSTEM_MESSAGE, "[[[[[]]]]]", ""),
-    (DETAILS, "", '{"gen_ai.input.messages": 7, "gen_ai.system_instructions": {"type": 1}}'),
-    (DETAILS, "", '{"gen_ai.input.messages": "[{\\"role\\": \\"system\\"", "gen_ai.system_instructions": null}'),
-    ("gen_ai..message", "{}", "[]"),
+@pytest.mark.parametrize(("event_name", "body", "attributes", "prompt"), [
+    (names.EVENT_SYSTEM_MESSAGE, "", "", None),
+    # A body that is not JSON text (ingest always stores JSON) is taken as the message's content.
+    (names.EVENT_SYSTEM_MESSAGE, "not json", "not json", "not json"),
+    (names.EVENT_SYSTEM_MESSAGE, '{"content": [1, null, {"type": 3}, {"text": 5}]}', "", None),
+    (names.EVENT_SYSTEM_MESSAGE, '{"role": 5, "content": {"type": "text", "text": null}}', "", None),
+    (names.EVENT_SYSTEM_MESSAGE, "[[[[[]]]]]", "", None),
+    (DETAILS, "", '{"gen_ai.input.messages": 7, "gen_ai.system_instructions": {"type": 1}}', None),
+    (DETAILS, "", '{"gen_ai.input.messages": "[{\\"role\\": \\"system\\"", "gen_ai.system_instructions": null}',
+     None),
+    ("gen_ai..message", "{}", "[]", None),
 ])
-def test_odd_events_insert_and_add_no_prompt(store, event_name, body, attributes):
-    """The extraction runs inside the insert: no event may make the insert fail."""
-    import pyarrow as pa
+def test_odd_events_insert_and_add_only_the_prompt_they_carry(store, event_name, body, attributes, prompt):
+    """What an event contributes is computed at ingest: no event may make that, or the insert, fail."""
+    from promptprism.collector.conventions.events import contribute
+    from promptprism.collector.record import GenAIEvent
 
-    store.insert("genai_events", pa.table({
-        "timestamp": pa.array([time.time_ns()], pa.timestamp("ns", tz="UTC")), "trace_id": ["ab" * 16],
-        "span_id": ["cd" * 8], "sequence": pa.array([0], pa.uint32()), "event_name": [event_name],
-        "service": [SERVICE], "scope_name": [""], "body": [body], "attributes": [attributes],
-        "record_sha256": ["e" * 64]}))
+    event = GenAIEvent(time.time_ns(), "ab" * 16, "cd" * 8, 0, event_name, SERVICE, "", body, attributes, "e" * 64)
+    contribute(event)
+    write_records(store, [], genai_events=[event])
     assert store.query("SELECT count() AS events FROM {db:Identifier}.genai_events", {"db": store.database}) == \
         [{"events": 1}]
-    assert store.query("SELECT * FROM {db:Identifier}.event_prompts", {"db": store.database}) == []
+    found = store.query("SELECT prompt_bytes, prompt_sha256 FROM {db:Identifier}.event_prompts", {"db": store.database})
+    expected = [] if prompt is None else [{"prompt_bytes": len(prompt.encode()),
+                                           "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()}]
+    assert found == expected

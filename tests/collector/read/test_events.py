@@ -1,4 +1,8 @@
-"""read.events: GenAI events → the content the span would have carried, joined to request rows."""
+"""read.events: the stored contributions of GenAI events → the content the span would have carried, joined to request rows.
+
+The contributions are computed at ingest (conventions.events, through the
+real logs path here); the read side only combines them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import json
 
 from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.otlp.model import DecodedSpan
-from promptprism.collector.read.events import event_keys, join_events, needs_events, span_content
+from promptprism.collector.read.events import event_keys, join_events, needs_events, request_content
 from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.reassemble import build_record
 from promptprism.wire import names
@@ -25,12 +29,40 @@ from ..log_samples import (
 TRACE, SPAN = f"{TRACE_ID:032x}", f"{SPAN_ID:016x}"
 
 
+# What the read side's query selects of each event (queries.GENAI_EVENTS_FOR_REQUESTS).
+STORED = ("trace_id", "span_id", "time_ns", "sequence", "contribution", "system_instructions", "input_messages",
+          "output_messages", "message", "message_index", "message_has_parts", "instructions_text", "system_text")
+
+
+def as_row(event) -> dict:
+    return {name: getattr(event, name) for name in STORED}
+
+
 def event_rows(events=OPENAI_V2_EVENTS):
-    """Rows as the read side's query returns them."""
-    return [{"trace_id": event.trace_id, "span_id": event.span_id, "time_ns": event.time_ns,
-             "sequence": event.sequence, "event_name": event.event_name, "body": event.body_json,
-             "attributes": event.attributes_json}
-            for event in split_logs(decode_protobuf(logs_payload(events)).records).genai_events]
+    """Rows as the read side's query returns them: the events as the logs path stores them."""
+    return [as_row(event) for event in split_logs(decode_protobuf(logs_payload(events)).records).genai_events]
+
+
+def details_row(attributes: dict, *, time_ns: int = 1) -> dict:
+    """An operation-details event carrying ``attributes``, as stored."""
+    from promptprism.collector.conventions.events import contribute
+    from promptprism.collector.record import GenAIEvent
+
+    event = GenAIEvent(time_ns, TRACE, SPAN, 0, names.EVENT_INFERENCE_DETAILS, "app", "", "", json.dumps(attributes),
+                       "e" * 64)
+    contribute(event)
+    return as_row(event)
+
+
+def content_attributes(content) -> dict:
+    """A RequestContent as the span attributes it stands for (parsed JSON)."""
+    found = {}
+    for name, text in ((names.GEN_AI_SYSTEM_INSTRUCTIONS, content.system_instructions),
+                       (names.GEN_AI_INPUT_MESSAGES, content.input_messages),
+                       (names.GEN_AI_OUTPUT_MESSAGES, content.output_messages)):
+        if text:
+            found[name] = json.loads(text)
+    return found
 
 
 def request_row(**fields):
@@ -49,24 +81,37 @@ def span_mode_record():
 
 
 def test_older_events_become_the_latest_span_attributes():
-    content = span_content(event_rows())
-    assert content == {names.GEN_AI_INPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_INPUT),
-                       names.GEN_AI_OUTPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_OUTPUT)}
+    content = request_content(event_rows())
+    assert content_attributes(content) == {names.GEN_AI_INPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_INPUT),
+                                           names.GEN_AI_OUTPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_OUTPUT)}
+    assert content.system_prompt == (names.GEN_AI_INPUT_MESSAGES, SYSTEM_PROMPT)
 
 
 def test_order_comes_from_time_and_sequence_not_arrival():
     rows = event_rows()
-    assert span_content(list(reversed(rows))) == span_content(rows)
+    assert request_content(list(reversed(rows))) == request_content(rows)
 
 
 def test_the_newer_details_event_carries_the_span_shape_itself():
     details = {names.GEN_AI_INPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_INPUT),
                names.GEN_AI_OUTPUT_MESSAGES: json.loads(OPENAI_V2_SPAN_OUTPUT), names.GEN_AI_REQUEST_MODEL: "m"}
-    rows = event_rows([])
-    rows.append({"trace_id": TRACE, "span_id": SPAN, "time_ns": 1, "sequence": 0,
-                 "event_name": names.EVENT_INFERENCE_DETAILS, "body": "", "attributes": json.dumps(details)})
-    assert span_content(rows) == {key: details[key] for key in (names.GEN_AI_INPUT_MESSAGES,
-                                                                 names.GEN_AI_OUTPUT_MESSAGES)}
+    content = request_content([details_row(details)])
+    assert content_attributes(content) == {key: details[key] for key in (names.GEN_AI_INPUT_MESSAGES,
+                                                                         names.GEN_AI_OUTPUT_MESSAGES)}
+    assert content.system_prompt == (names.GEN_AI_INPUT_MESSAGES, SYSTEM_PROMPT)
+
+
+def test_the_newest_details_attribute_wins_and_replaces_the_older_message_events():
+    older = details_row({names.GEN_AI_SYSTEM_INSTRUCTIONS: "Old.", names.GEN_AI_OUTPUT_MESSAGES: []}, time_ns=1)
+    newer = details_row({names.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "image"}],
+                         names.GEN_AI_INPUT_MESSAGES: [{"role": "user", "content": "hi"}]}, time_ns=2)
+    messages = event_rows()  # older per-message events with a system message
+    content = request_content([newer, *messages, older])
+    # The newest instructions carry no text: the newest details messages decide, and hold no system message.
+    assert content.system_prompt is None
+    assert json.loads(content.system_instructions) == [{"type": "image"}]
+    assert json.loads(content.input_messages) == [{"role": "user", "content": "hi"}]
+    assert content.output_messages == "[]"  # carried by the older details event only
 
 
 def test_tool_calls_and_results_take_the_span_parts():
@@ -77,7 +122,7 @@ def test_tool_calls_and_results_take_the_span_parts():
         (names.EVENT_CHOICE, {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
             "tool_calls": [{"id": "call_2", "type": "function", "function": {"name": "clock", "arguments": "{}"}}]}}),
     )
-    content = span_content(event_rows(events))
+    content = content_attributes(request_content(event_rows(events)))
     assert content[names.GEN_AI_INPUT_MESSAGES] == [
         {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "weather",
                                          "arguments": {"city": "Oslo"}}]},
@@ -91,7 +136,7 @@ def test_tool_calls_and_results_take_the_span_parts():
 def test_events_sent_without_content_add_nothing():
     events = ((names.EVENT_SYSTEM_MESSAGE, None), (names.EVENT_USER_MESSAGE, None),
               (names.EVENT_CHOICE, {"index": 0, "finish_reason": "stop", "message": {"role": "assistant"}}))
-    assert span_content(event_rows(events)) == {}
+    assert content_attributes(request_content(event_rows(events))) == {}
     row = request_row()
     assert join_events([row], event_rows(events)).blocks == {} and row == request_row()
 

@@ -1,18 +1,30 @@
-"""The request record's declaration (record.py) against the `requests` table every migration leaves behind.
+"""The declarations of record.py against the tables every migration leaves behind.
 
-Each column the record declares must exist with exactly the declared
-ClickHouse type, and the table must have no column the record does not
-declare: otherwise rows would be laid out, read back or shown under a type
-the store does not hold.
+Each column a record declares (`requests`: RequestRecord, `genai_events`:
+GenAIEvent) must exist with exactly the declared ClickHouse type, and the
+table must have no column that is not declared: otherwise rows would be
+laid out, read back or shown under a type the store does not hold.
 """
 
 from __future__ import annotations
 
-from promptprism.collector.record import REQUEST_COLUMNS, STORE_FILLED_COLUMNS
+import pytest
+
+from promptprism.collector.record import (
+    GENAI_EVENT_COLUMNS,
+    GENAI_EVENT_STORE_FILLED_COLUMNS,
+    REQUEST_COLUMNS,
+    REQUEST_STORE_FILLED_COLUMNS,
+)
+
+DECLARED = {
+    "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS,
+    "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
+}
 
 
-def declared() -> dict[str, str]:
-    return {column.name: column.type for column in REQUEST_COLUMNS + STORE_FILLED_COLUMNS}
+def declared(table: str) -> dict[str, str]:
+    return {column.name: column.type for column in DECLARED[table]}
 
 
 def mismatches(declared_types: dict[str, str], described: list[dict]) -> list[str]:
@@ -24,9 +36,10 @@ def mismatches(declared_types: dict[str, str], described: list[dict]) -> list[st
     return sorted(problems)
 
 
-def test_declared_columns_are_the_stored_columns(store):
-    described = store.query("DESCRIBE TABLE {db:Identifier}.requests", {"db": store.database})
-    assert mismatches(declared(), described) == []
+@pytest.mark.parametrize("table", sorted(DECLARED))
+def test_declared_columns_are_the_stored_columns(store, table):
+    described = store.query("DESCRIBE TABLE {db:Identifier}.{table:Identifier}", {"db": store.database, "table": table})
+    assert mismatches(declared(table), described) == []
 
 
 def test_the_check_names_each_kind_of_drift():
