@@ -1,4 +1,4 @@
-"""Maps the top-level folders to ``promptprism.*`` packages (SPEC §1).
+"""Maps the top-level folders to ``promptprism.*`` packages (README "Development").
 
 ``promptprism`` itself is a namespace: nothing is importable as a bare
 ``collector`` or ``exporter``.

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-# SPEC §6 -------------------------------------------------------------------
+# The settings of README "The collector" (the table there lists each one) ---
 PROMPTPRISM_STORE = "PROMPTPRISM_STORE"
 PROMPTPRISM_DATA_DIR = "PROMPTPRISM_DATA_DIR"
 PROMPTPRISM_RETENTION_DAYS = "PROMPTPRISM_RETENTION_DAYS"
@@ -21,21 +21,21 @@ PROMPTPRISM_OTLP_HTTP_ADDRESS = "PROMPTPRISM_OTLP_HTTP_ADDRESS"
 PROMPTPRISM_UI_ADDRESS = "PROMPTPRISM_UI_ADDRESS"
 PROMPTPRISM_INGEST_TOKEN = "PROMPTPRISM_INGEST_TOKEN"
 PROMPTPRISM_UI_TOKEN = "PROMPTPRISM_UI_TOKEN"
-# Beyond SPEC §6 (promptprism extensions), each also a flag.
+# Limits, TLS, spool and workers (same table), each also a flag.
 PROMPTPRISM_RECEIVE_LIMIT_BYTES = "PROMPTPRISM_RECEIVE_LIMIT_BYTES"
 PROMPTPRISM_TLS_CERT_FILE = "PROMPTPRISM_TLS_CERT_FILE"
 PROMPTPRISM_TLS_KEY_FILE = "PROMPTPRISM_TLS_KEY_FILE"
 PROMPTPRISM_SPOOL_MAX_BYTES = "PROMPTPRISM_SPOOL_MAX_BYTES"
 PROMPTPRISM_INGEST_WORKERS = "PROMPTPRISM_INGEST_WORKERS"
-# SPEC §7: a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
+# README "Deploying": a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
 # tables + Distributed tables under the usual names); server store only.
 PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
 # Where the CLI's read commands find the collector's API.
 PROMPTPRISM_URL = "PROMPTPRISM_URL"
 
 DEFAULT_URL = "http://127.0.0.1:4380"
-# One OTLP export may hold hundreds of prompt spans (NOTES.md: a 512-span
-# batch is ~15 MB) and one prompt may be 10 MiB; gRPC's own 4 MiB default
+# One OTLP export may hold hundreds of prompt spans (a 512-span batch is
+# ~15–21 MB; README "The collector") and one prompt may be 10 MiB; gRPC's own 4 MiB default
 # would refuse both. 64 MiB still bounds what one request can make us hold.
 DEFAULT_RECEIVE_LIMIT_BYTES = 64 * 1024 * 1024
 # Matches sink.DEFAULT_SPOOL_MAX_BYTES (not imported: config stays light):

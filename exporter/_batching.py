@@ -1,7 +1,7 @@
 """Size-bounded export: split a batch of spans so no OTLP request exceeds a byte bound.
 
 The BatchSpanProcessor groups spans by count, not by size, and prompt spans
-are big (NOTES.md: a 512-span batch of prompt spans is ~15 MB). A receiver
+are big (a 512-span batch of prompt spans is ~15 MB; README "Exporting"). A receiver
 rejects a request over its message limit as a whole, so one oversized batch
 would lose every span in it. :class:`SizeBoundedSpanExporter` sits in front
 of the OTLP exporter, estimates each span's encoded size and hands the inner
@@ -9,7 +9,7 @@ exporter chunks that stay under the bound, in order.
 
 The estimate is an upper bound on the protobuf encoding, computed from the
 span's fields without building the protobuf: encoding a 29 KiB span costs
-~1.4 ms (NOTES.md), and the inner exporter encodes anyway, so encoding twice
+~1.4 ms (README "Exporting"), and the inner exporter encodes anyway, so encoding twice
 would double the export cost for every span.
 """
 
@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 logger = logging.getLogger(__name__)
 
-# 16 MiB: a quarter of the collector's 64 MiB receive limit (SPEC §4, NOTES.md),
+# 16 MiB: a quarter of the collector's 64 MiB receive limit (README "The collector"),
 # so a chunk stays accepted even behind a proxy or an OpenTelemetry Collector
 # configured tighter than ours, while still holding ~500 content-captured
 # prompt spans (~29 KiB each) per request: few enough requests per batch.

@@ -55,7 +55,7 @@ from opentelemetry.util.re import parse_env_headers
 from ._batching import DEFAULT_MAX_REQUEST_BYTES, SizeBoundedSpanExporter
 from ._suppression import SuppressInstrumentationSpanExporter
 
-# promptprism's own variable (an addition to SPEC §6): the request byte bound,
+# promptprism's own variable (README "Exporting"): the request byte bound,
 # for deployments behind a proxy or collector with a tighter limit than ours.
 PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES = "PROMPTPRISM_EXPORT_MAX_REQUEST_BYTES"
 
@@ -63,7 +63,7 @@ PROTOCOL_GRPC = "grpc"
 PROTOCOL_HTTP_PROTOBUF = "http/protobuf"
 PROTOCOL_HTTP_JSON = "http/json"
 PROTOCOLS = (PROTOCOL_GRPC, PROTOCOL_HTTP_PROTOBUF)
-# The OpenTelemetry specification's default; SPEC §4's collector serves both.
+# The OpenTelemetry specification's default; promptprism's collector serves both.
 DEFAULT_PROTOCOL = PROTOCOL_HTTP_PROTOBUF
 DEFAULT_GRPC_ENDPOINT = "http://localhost:4317"
 DEFAULT_HTTP_ENDPOINT = "http://localhost:4318"
@@ -83,12 +83,12 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 # --- BatchSpanProcessor ---------------------------------------------------------
 # 8,192 spans, 4x the SDK's 2,048: LLM apps are bursty (a batch run fans out
 # hundreds of concurrent requests, each with client spans from other
-# instrumentations) and the SDK drops spans in bursts past its queue (NOTES.md).
+# instrumentations) and the SDK drops spans in bursts past its queue (README "Exporting").
 # At ~600 encoded spans/s per process that is ~14 s of backlog; a bigger queue
 # mostly holds memory (~29 KiB per content-captured prompt span → ~240 MiB full).
 DEFAULT_MAX_QUEUE_SIZE = 8192
 # 512 spans, the SDK's default: ~15 MB for content-captured prompt spans
-# (NOTES.md), about one size-bounded request, so most batches go out whole
+# (README "Exporting"), about one size-bounded request, so most batches go out whole
 # and the splitter only handles the outliers.
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 # 1 s instead of the SDK's 5 s: people open the inspector right after a
@@ -97,7 +97,7 @@ DEFAULT_SCHEDULE_DELAY_MILLIS = 1000
 
 # Span limits come from the instrumentation (span_limits_for_prompts): the
 # library that writes the block events decides how many a span must hold
-# (SPEC §3: never drop a block silently; the SDK's defaults keep the newest
+# (README "Instrumenting an application", span limits: never drop a block silently; the SDK's defaults keep the newest
 # 128 events). They are explicit there, so OTEL_SPAN_*_LIMIT variables cannot
 # shrink them; only the span_limits argument replaces them.
 
@@ -288,7 +288,7 @@ def _resolve_endpoint(
 def _prompt_span_limits() -> SpanLimits:
     # Imported here, not at module level: ``import promptprism.exporter`` stays
     # OpenTelemetry-only, and the instrumentation (upstream of us in the data
-    # flow, SPEC §1) loads only when a provider is actually configured.
+    # flow, README "Development") loads only when a provider is actually configured.
     from promptprism.instrumentation import span_limits_for_prompts
 
     return span_limits_for_prompts()

@@ -19,7 +19,7 @@ import os
 
 _logger = logging.getLogger(__name__)
 
-# The content capture switch and its values (SPEC §3).
+# The content capture switch and its values (README "Instrumenting an application", content).
 ENV_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CAPTURE_NO_CONTENT = "NO_CONTENT"
 CAPTURE_SPAN_ONLY = "SPAN_ONLY"

@@ -15,7 +15,7 @@ from typing import Iterator, Mapping
 
 from ..wire import names
 
-# Keyword → span attribute (SPEC §3).
+# Keyword → span attribute (README "The request span on the wire").
 CORRELATION_ATTRIBUTES: Mapping[str, str] = {
     "conversation_id": names.GEN_AI_CONVERSATION_ID,
     "message_id": names.MESSAGE_ID,

@@ -1,4 +1,4 @@
-"""One LLM request → one span (SPEC §3).
+"""One LLM request → one span (README "The request span on the wire").
 
 The API provider wrappers and applications call::
 

@@ -1,4 +1,4 @@
-"""Sentinels → blocks: the block model of a rendered prompt (SPEC §2).
+"""Sentinels → blocks: the block model of a rendered prompt (README "The request span on the wire").
 
 A template renders with every declared value wrapped in sentinels (by the
 Jinja2 ``finalize`` hook, see ``templates.py``); :func:`split_marked` cuts the
@@ -77,7 +77,7 @@ def least_stable(*stabilities: str) -> str:
 
 
 def normalize_stability(stability: str) -> str:
-    """``stability`` if it is one of SPEC §2's, else ``unknown``."""
+    """``stability`` if it is one of the block model's, else ``unknown``."""
     return stability if stability in _STABILITY_RANK else names.STABILITY_UNKNOWN
 
 
@@ -575,7 +575,7 @@ class PromptBuilder:
             SENTINEL in piece for piece in self._pieces if not isinstance(piece, Value))
         # Some text holding SENTINEL itself would be cut as ours: then the text
         # comes from a split on a one-off sentinel that no piece holds, and the
-        # map is withheld, as for a template (SPEC §2).
+        # map is withheld, as for a template (README "Instrumenting an application").
         sentinel = one_off_sentinel(
             [piece.text if isinstance(piece, Value) else piece for piece in self._pieces]) if collides else SENTINEL
         rendered = "".join(wrap(str(position), piece.text, sentinel) if isinstance(piece, Value) else piece

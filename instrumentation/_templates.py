@@ -1,7 +1,8 @@
 """Jinja2 prompt templates with layered overrides, rendered into segmented prompts.
 
-Resolution (SPEC §2): scope override → global override → built-in. An empty or
-whitespace-only override inherits the next layer; an override replaces the
+Resolution (README "Instrumenting an application", templates and overrides):
+scope override → global override → built-in. An empty or whitespace-only
+override inherits the next layer; an override replaces the
 whole text; ``<TOKEN>`` placeholders are replaced at every occurrence (unknown
 ones stay literal); an override over the size cap is rejected when it is set
 or loaded, with an error naming its layer.
@@ -200,7 +201,7 @@ def _render_unmapped(compiled: jinja2.Template, variables: dict[str, Any], value
     """Render ``compiled`` again on a one-off sentinel and record its exact text unmapped, for ``reason``.
 
     SENTINEL cannot be trusted for this render, but the text must still come
-    from a split (SPEC §2: no second, uninstrumented render path), so the same
+    from a split (README "Instrumenting an application": there is no unmarked render), so the same
     marking render runs with a sentinel that none of the variables' strings
     hold. Its split checks the sentinels as the first one does, and also
     accepts a value's text HTML-escaped: an escaping output (``{% autoescape

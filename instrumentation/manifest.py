@@ -2,10 +2,10 @@
 
 Pure and standard library only: the provider wrappers call it on the exact
 JSON body a client is about to send, ``promptprism preview`` on a body read
-from a file. Both get the same manifest, whose span attributes are SPEC §3's
-``promptprism.request.*``.
+from a file. Both get the same manifest, whose span attributes are the
+``promptprism.request.*`` of README "The request manifest".
 
-Bytes are counted in the canonical JSON of the body (SPEC §3:
+Bytes are counted in the canonical JSON of the body (README "The request span on the wire":
 ``json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``
 encoded as UTF-8). That serialisation is compositional: a value inside the body
 serialises to exactly the bytes it occupies in the whole. So each class is the
@@ -108,7 +108,7 @@ class RequestManifest:
     tokens_by_class: Mapping[str, int] = field(default_factory=dict)
 
     def attributes(self) -> dict[str, Any]:
-        """SPEC §3 ``promptprism.request.*`` span attributes (None values left out)."""
+        """The ``promptprism.request.*`` span attributes (None values left out)."""
         attributes = {
             names.REQUEST_MANIFEST_SCHEMA_VERSION: self.schema_version,
             names.REQUEST_DIALECT: self.dialect,

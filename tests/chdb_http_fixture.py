@@ -1,6 +1,6 @@
 """TEST fixture: chdb served behind the ClickHouse HTTP interface on loopback.
 
-No ClickHouse server installs here (NOTES.md), so the server store is tested
+No ClickHouse server is installed for the tests (README "Development"), so the server store is tested
 against this: a stdlib ThreadingHTTPServer in a subprocess (chdb allows one
 data directory per process) implementing what clickhouse-connect uses with
 ``compress=False``:

@@ -1,4 +1,4 @@
-"""SPEC §3's canonical JSON: the one serialisation every byte count is taken in.
+"""The canonical JSON (README "The request span on the wire"): the one serialisation every byte count is taken in.
 
 ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``
 encoded as UTF-8. The manifest counts byte classes in it, the fake provider
@@ -15,7 +15,7 @@ from typing import Any
 
 
 def canonical_json(value: Any) -> str:
-    """SPEC §3's canonical serialisation of a JSON value, as text."""
+    """The canonical serialisation of a JSON value, as text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

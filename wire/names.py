@@ -2,11 +2,11 @@
 
 Both ends import this module: the instrumentation writes these keys, the
 collector reads them. It imports nothing, so reading a constant loads no
-Jinja2, no OpenTelemetry SDK and no collector dependency. SPEC §3 fixes the
-``promptprism.*`` names and the ``gen_ai.*`` names come from the
-OpenTelemetry GenAI semantic conventions; anything added here that the SPEC
-does not name is marked "(promptprism extension)". Renaming a SPEC name
-needs a ``SCHEMA_VERSION`` bump. Settings (environment variables and their
+Jinja2, no OpenTelemetry SDK and no collector dependency. README "The request span on the wire"
+lists the ``promptprism.*`` names and the ``gen_ai.*`` names come from the
+OpenTelemetry GenAI semantic conventions; anything added here that the
+README table does not list is marked "(promptprism extension)". Renaming a
+listed name needs a ``SCHEMA_VERSION`` bump. Settings (environment variables and their
 values) are not wire names: they live with the code that reads them.
 """
 
@@ -68,7 +68,7 @@ EVENT_MESSAGE_SUFFIX = ".message"
 # Where log records carried their event name before OTLP had a field for it.
 EVENT_NAME_ATTRIBUTE = "event.name"
 
-# --- promptprism span attributes (SPEC §3) -----------------------------------
+# --- promptprism span attributes (README "The request span on the wire") -----
 SCHEMA_VERSION_ATTR = "promptprism.schema_version"
 PROMPT_BYTES = "promptprism.prompt.bytes"
 PROMPT_SHA256 = "promptprism.prompt.sha256"
@@ -89,7 +89,7 @@ REQUEST_BYTES_MESSAGES = "promptprism.request.bytes.messages"
 REQUEST_BYTES_FRAMING = "promptprism.request.bytes.framing"
 REQUEST_TOOLS_COUNT = "promptprism.request.tools.count"
 REQUEST_TOOLS_CATALOG_SHA256 = "promptprism.request.tools.catalog_sha256"
-# Manifest fields beyond the SPEC's list (promptprism extension).
+# Manifest fields beyond the span attribute table (promptprism extension).
 REQUEST_BYTES_TOTAL = "promptprism.request.bytes.total"
 REQUEST_BYTES_TOOL_RESULTS = "promptprism.request.bytes.tool_results"  # subset of messages
 REQUEST_BYTES_ATTACHMENTS = "promptprism.request.bytes.attachments"  # subset of messages
@@ -114,7 +114,7 @@ RUN_MODE = "promptprism.run.mode"
 ATTEMPT = "promptprism.attempt"
 RECORD_ID = "promptprism.record.id"
 
-# --- span events (SPEC §3) ---------------------------------------------------
+# --- span events (README "The request span on the wire") -------------------
 EVENT_PROMPT_BLOCK = "promptprism.prompt.block"
 BLOCK_INDEX = "promptprism.block.index"
 BLOCK_NAME = "promptprism.block.name"

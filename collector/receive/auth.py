@@ -1,4 +1,6 @@
-"""Bearer tokens for the OTLP receivers and the UI (SPEC §6).
+"""Bearer tokens for the OTLP receivers and the UI.
+
+README "The collector": ``PROMPTPRISM_INGEST_TOKEN``, ``PROMPTPRISM_UI_TOKEN``.
 
 One comparison, used by every listener, in constant time so that response
 timing does not reveal how much of a guessed token was right.

@@ -32,7 +32,7 @@ MAX_WORKERS = 8
 # call has not read its message (grpcio reads it in the worker thread), so it
 # costs a flow-control window, not a body: the body memory bound is
 # MAX_WORKERS × the receive limit plus the sink's own bound, and a full sink
-# answers UNAVAILABLE + RetryInfo (SPEC §4). Past this cap grpcio itself
+# answers UNAVAILABLE + RetryInfo (README "The collector", "What the receivers answer"). Past this cap grpcio itself
 # answers RESOURCE_EXHAUSTED without RetryInfo, before our code runs, which some
 # exporters (Go's) treat as permanent; the cap is set high so that only a
 # runaway number of connections reaches it, while ordinary overload waits

@@ -1,6 +1,6 @@
 """The embedded store: ClickHouse in-process through chdb.
 
-chdb allows one data directory per process (NOTES.md), so the collector owns
+chdb allows one data directory per process (README "Storage schema"), so the collector owns
 its store and read commands go through the collector's API.
 """
 

@@ -70,7 +70,7 @@ class ServerStore:
         # Guards client creation (and the migration run on it); the client itself is thread-safe.
         self._lock = threading.RLock()
         self._needs_migration = auto_migrate
-        # SPEC §7: on a cluster the same migrations run ON CLUSTER (store/cluster.py).
+        # README "Deploying": on a cluster the same migrations run ON CLUSTER (store/cluster.py).
         self.cluster = cluster
 
     def _client(self):

@@ -2,7 +2,8 @@
 
 A span becomes a ``RequestRecord`` when it carries ``promptprism.*`` or
 ``gen_ai.*`` attributes (or promptprism events) and is an LLM request, not a
-tool or agent span. Its block map is validated byte for byte (SPEC §2, §4);
+tool or agent span. Its block map is validated byte for byte (README "The collector",
+"What becomes a request record");
 a map that fails any check is dropped and the record is stored unmapped with
 the reason (``names.UNMAPPED_*``), never with a wrong map. One bad span never
 affects its neighbours.

@@ -1,7 +1,8 @@
 """Worker processes for the CPU-bound half of an export (``convert``).
 
-One Python process converts one export at a time under one GIL (NOTES.md:
-the Python walk is the bottleneck, not gRPC or the store); worker processes
+One Python process converts one export at a time under one GIL (the
+Python walk is the bottleneck, not gRPC or the store: README "The collector",
+throughput); worker processes
 let every core convert while the collector process keeps what must be one:
 the store (chdb allows one data directory per process), deduplication, the
 spool and the durable acknowledgement.

@@ -4,7 +4,7 @@
 >>> openai_client = instrument_openai(OpenAI())
 >>> anthropic_client = instrument_anthropic(AsyncAnthropic())
 
-Each request becomes a span (SPEC §3) carrying the request manifest and, when
+Each request becomes a span (README "The request span on the wire") carrying the request manifest and, when
 the system prompt was rendered through promptprism, its block map. Neither
 provider library is imported here; they are the ``providers`` extra.
 """

@@ -98,7 +98,8 @@ def test_with_the_sdk_default_limits_the_receiver_sees_dropped_events(clean_envi
     (span,) = grpc_receiver.spans()
     assert len(span.events) == 128
     assert span.dropped_events_count == 872
-    # The SDK keeps the newest events: the first blocks are the ones lost (NOTES.md).
+    # The SDK keeps the newest events: the first blocks are the ones lost
+    # (README "Instrumenting an application", span limits).
     assert attributes_of(span.events[0].attributes)["promptprism.block.index"] == 872
 
 

@@ -1,4 +1,4 @@
-"""record_llm_request: one span per request with the SPEC §3 attributes and events."""
+"""record_llm_request: one span per request with the attributes and events of README "The request span on the wire"."""
 
 from __future__ import annotations
 

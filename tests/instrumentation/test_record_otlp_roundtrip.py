@@ -24,7 +24,8 @@ from promptprism.instrumentation import (
 from promptprism.wire import names
 
 BLOCK_COUNT = 1000
-# Prompt spans are far above gRPC's 4 MiB default once decompressed (NOTES.md).
+# Prompt spans are far above gRPC's 4 MiB default once decompressed
+# (README "The collector", PROMPTPRISM_RECEIVE_LIMIT_BYTES).
 RECEIVE_LIMIT_BYTES = 64 * 1024 * 1024
 
 

@@ -1,4 +1,4 @@
-"""Segmented rendering: the block model of SPEC §2 on concrete prompts."""
+"""Segmented rendering: the block model (README "The request span on the wire") on concrete prompts."""
 
 from __future__ import annotations
 
@@ -425,8 +425,8 @@ def test_inheritance_super_and_include_keep_blocks_in_sync_and_async_environment
 
 def test_a_value_with_a_lone_surrogate_renders_instead_of_raising():
     # os.fsdecode turns a non-UTF-8 file name byte into a lone surrogate; Jinja2
-    # renders such a path fine, so promptprism must too (SPEC: never raise
-    # into the application). Bytes are counted as canonical.py counts them.
+    # renders such a path fine, so promptprism must too (README: recording
+    # never raises into the application). Bytes are counted as canonical.py counts them.
     path = "/data/report-\udcff.txt"
     for prompt in (render_string("Read {{ path }} then {{ memory }}.",
                                  [inline("path", path), block("memory", "tea \udcfe", layer="memory")]),

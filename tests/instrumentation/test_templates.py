@@ -1,4 +1,4 @@
-"""Layered template overrides: scope → global → built-in (SPEC §2)."""
+"""Layered template overrides: scope → global → built-in (README "Instrumenting an application")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The `promptprism` verbs are SPEC §5's, every one registered."""
+"""The `promptprism` verbs the README documents, every one registered."""
 
 import argparse
 
 from promptprism.collector.cli import build_parser
 
-SPEC_VERBS = {"collector", "prompt", "growth", "cache", "template", "preview", "demo", "migrate"}
+DOCUMENTED_VERBS = {"collector", "prompt", "growth", "cache", "template", "preview", "demo", "migrate"}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -12,9 +12,9 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return dict(action.choices)
 
 
-def test_every_spec_verb_is_registered():
+def test_every_documented_verb_is_registered():
     verbs = _subcommands(build_parser())
-    assert set(verbs) == SPEC_VERBS
+    assert set(verbs) == DOCUMENTED_VERBS
     assert set(_subcommands(verbs["prompt"])) == {"show", "diff", "list"}
     assert set(_subcommands(verbs["template"])) == {"show"}
 

@@ -173,7 +173,7 @@ IDENTITY_HOLDS_THE_TIME = {"genai_events"}
 
 
 def test_no_replacing_table_lets_final_merge_rows_of_different_days(store):
-    """FINAL deduplicates by the sorting key across partitions (NOTES.md, "FINAL and keys"): every
+    """FINAL deduplicates by the sorting key across partitions (README "Storage schema", "Keys and FINAL"): every
     ReplacingMergeTree table's sorting key must fix the day its row is partitioned by."""
     tables = store.query("SELECT name, partition_key, sorting_key FROM system.tables "
                          "WHERE database = {db:String} AND engine = 'ReplacingMergeTree'", {"db": store.database})

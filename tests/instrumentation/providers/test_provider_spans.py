@@ -1,4 +1,7 @@
-"""Real openai/anthropic clients against the local fake provider: one span per request, per SPEC §3."""
+"""Real openai/anthropic clients against the local fake provider: one span per request.
+
+The span is the one README "The request span on the wire" describes.
+"""
 
 from __future__ import annotations
 
