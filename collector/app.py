@@ -32,6 +32,8 @@ from .metrics import Metrics
 from .read.api import api_routes
 from .read.insight.routes import insight_routes
 from .read.inspector import inspector_routes
+from .read.inspector.pages import Pages
+from .read.web import not_found
 from .receive import GrpcReceiver, traces_app
 from .receive.auth import authorized
 from .store import open_store
@@ -99,9 +101,9 @@ class ServerThread:
         self.socket.close()
 
 
-def read_side_routes(store) -> list:
+def read_side_routes(store, pages: Pages) -> list:
     """The JSON API, insight and inspector routes."""
-    return [*api_routes(store), *insight_routes(store), *inspector_routes(store)]
+    return [*api_routes(store), *insight_routes(store, pages), *inspector_routes(store, pages)]
 
 
 class UiTokenGuard:
@@ -140,7 +142,11 @@ def ui_app(store, *, metrics: Metrics, token: str | None, ready: threading.Event
         return Response(body, headers={"Content-Type": content_type})
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
-    app = Starlette(routes=routes + read_side_routes(store))
+    pages = Pages()
+    # A path or method no route takes: JSON under /api/, the styled error page elsewhere.
+    handler = not_found(pages)
+    app = Starlette(routes=routes + read_side_routes(store, pages),
+                    exception_handlers={404: handler, 405: handler})
     return UiTokenGuard(app, token) if token else app
 
 

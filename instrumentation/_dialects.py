@@ -167,7 +167,9 @@ def detect_dialect(body: Mapping[str, Any]) -> str:
 # --- text for the block map and tool definitions for the span ---------------------
 
 
-def system_prompt_text(body: Mapping[str, Any], dialect: str) -> str | None:
+def body_system_text(body: Mapping[str, Any], dialect: str) -> str | None:
+    """The system prompt as a provider request body of ``dialect`` carries it (the collector reads
+    the same idea from span attributes: ``collector.conventions.system_prompt``)."""
     texts = [text for text in _SHAPES[dialect](body).system_texts if text]
     return "".join(texts) if texts else None
 

@@ -32,14 +32,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..wire import names
-from ..wire.canonical import canonical_bytes, canonical_json, canonical_size, sha256_hex
+from ..wire.canonical import BYTES_PER_TOKEN, canonical_bytes, canonical_json, canonical_size, sha256_hex
 from ._dialects import (
     BodyShape,
     body_shape,
     detect_dialect,
     max_output_tokens,
     reasoning_settings,
-    system_prompt_text,
+    body_system_text,
     tool_definitions,
     tool_name,
 )
@@ -53,15 +53,14 @@ __all__ = [
     "BodyShape", "ManifestError", "RequestManifest", "ToolEntry",
     "body_shape", "build_manifest", "canonical_bytes", "canonical_json", "canonical_size", "detect_dialect",
     "endpoint_class", "estimate_tokens", "fingerprint", "safe_error_text", "safe_identifier", "sha256_hex",
-    "system_prompt_text", "tool_definitions",
+    "body_system_text", "tool_definitions",
 ]
 
 # Bump when a field of the manifest changes meaning; stored on every span.
 MANIFEST_SCHEMA_VERSION = 1
 
-# Token estimates: about 4 bytes of English/JSON per token for current
-# tokenizers, plus a margin so that "fits" errs on the side of not fitting.
-BYTES_PER_TOKEN = 4
+# Token estimates: wire.canonical's bytes per token, plus a margin so that
+# "fits" errs on the side of not fitting.
 ESTIMATE_MARGIN = 0.05
 
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
-import math
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
-from ...wire.canonical import canonical_bytes
+from ...wire.canonical import canonical_bytes, tokens_in_bytes
 
 MODEL_TRIGGER_ABORT_STREAM = "abort-stream"
 
@@ -36,8 +35,6 @@ CACHE_CHUNK_BYTES = 256
 CACHE_MINIMUM_BYTES = 1024
 # Chunk hashes remembered; oldest forgotten first. Bounds memory for long demos.
 CACHE_CAPACITY = 200_000
-# Same ~4 bytes per token as the manifest's estimate.
-BYTES_PER_TOKEN = 4
 # Words per streamed delta: several events per answer, as real streams have.
 STREAM_WORDS_PER_DELTA = 3
 
@@ -168,7 +165,7 @@ class PrefixCache:
 
 
 def _tokens(byte_count: int) -> int:
-    return math.ceil(byte_count / BYTES_PER_TOKEN) if byte_count > 0 else 0
+    return tokens_in_bytes(byte_count)  # the collector's estimate, without the manifest's margin
 
 
 def usage_for(cache: PrefixCache, body: Mapping[str, Any], prefix_parts: list[Any], reply: Reply, *,

@@ -9,13 +9,13 @@ failures pass through as ``StoreError`` for the caller to report.
 
 from __future__ import annotations
 
-import datetime
 import re
 from typing import Any, Mapping
 
 from ..store.base import Store
-from . import events, queries, request_view
+from . import events, models, queries, request_view, times
 from .diff import diff_requests
+from .errors import Ambiguous, BadArgument, NotFound
 
 # A span id is 16 hex digits; 4 is the shortest prefix accepted because
 # shorter ones match too much to be useful in a table of thousands.
@@ -24,30 +24,10 @@ REQUEST_ID_PREFIX_MIN = 4
 TRACE_ID_LENGTH = 32
 
 _HEX = re.compile(r"[0-9a-f]+")
-_RELATIVE = re.compile(r"(\d+)\s*(s|m|h|d|w)")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
-# Query parameters ``GET /api/requests`` accepts; anything else is a typo
-# worth a 400 rather than a silently unfiltered list.
-LIST_PARAMETERS = ("service", "model", "conversation", "message_id", "process", "run_id", "since", "until", "limit")
-
-
-class BadArgument(ValueError):
-    """The caller asked for something malformed (HTTP 400)."""
-
-
-class NotFound(LookupError):
-    """Nothing matches (HTTP 404)."""
-
-
-class Ambiguous(LookupError):
-    """A prefix matches more than one request (HTTP 409)."""
-
-    def __init__(self, prefix: str, candidates: list[str], more: bool):
-        listed = ", ".join(candidates) + (", …" if more else "")
-        super().__init__(f"request id prefix {prefix!r} is ambiguous: it matches {listed}")
-        self.candidates = candidates
-        self.more = more
+# Query parameters ``GET /api/requests`` accepts (models.ListParameters); anything
+# else is a typo worth a 400 rather than a silently unfiltered list.
+LIST_PARAMETERS = tuple(models.ListParameters.model_fields)
 
 
 def normalize_request_id(text: str) -> str:
@@ -174,60 +154,26 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
 
 # --- list filters --------------------------------------------------------------
 
-def parse_time(name: str, text: str, now: datetime.datetime | None = None) -> int:
-    """RFC 3339 (``2025-01-31T12:00:00Z``), a date, Unix seconds or an age (``15m``, ``2h``, ``7d``) → Unix ns."""
-    value = text.strip()
-    relative = _RELATIVE.fullmatch(value)
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    if re.fullmatch(r"\d{9,}(\.\d+)?", value):  # Unix seconds, as `growth --since` takes them
-        return int(float(value) * 1_000_000_000)
-    if relative:
-        moment = now - datetime.timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
-    else:
-        try:
-            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            raise BadArgument(
-                f"{name}={text!r}: expected an RFC 3339 time (2025-01-31T12:00:00Z), a date, "
-                "Unix seconds, or an age such as 15m, 2h, 7d"
-            ) from None
-        if moment.tzinfo is None:  # a bare date or time is read as UTC
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-    seconds = int(moment.timestamp())
-    return seconds * 1_000_000_000 + moment.microsecond * 1000
-
-
-def parse_filters(params: Mapping[str, str], now: datetime.datetime | None = None) -> queries.RequestFilters:
-    """``GET /api/requests`` query parameters → RequestFilters, or BadArgument."""
-    unknown = sorted(set(params) - set(LIST_PARAMETERS))
-    if unknown:
-        raise BadArgument(f"unknown filter {unknown[0]!r}; use one of: {', '.join(LIST_PARAMETERS)}")
-    values = {name: (params.get(name) or "").strip() for name in LIST_PARAMETERS}
-    limit = queries.LIST_LIMIT_DEFAULT
-    if values["limit"]:
-        try:
-            limit = int(values["limit"])
-        except ValueError:
-            raise BadArgument(f"limit={values['limit']!r}: expected a whole number") from None
-        if not 1 <= limit <= queries.LIST_LIMIT_MAX:
-            raise BadArgument(f"limit={limit}: must be between 1 and {queries.LIST_LIMIT_MAX}")
+def parse_filters(params: Mapping[str, str], now: int | None = None) -> queries.RequestFilters:
+    """``GET /api/requests`` query parameters (``models.ListParameters``) → RequestFilters, or BadArgument."""
+    given = models.parameters(models.ListParameters, {name: value.strip() for name, value in params.items()})
     # process=KIND matches a process kind or id; process=KIND:ID needs both.
-    process_kind, _, process_id = values["process"].partition(":")
-    since_ns = parse_time("since", values["since"], now) if values["since"] else queries.EARLIEST_NS
-    until_ns = parse_time("until", values["until"], now) if values["until"] else queries.LATEST_NS
+    process_kind, _, process_id = given.process.partition(":")
+    since_ns = times.parse_moment("since", given.since, now=now) if given.since else queries.EARLIEST_NS
+    until_ns = times.parse_moment("until", given.until, now=now) if given.until else queries.LATEST_NS
     if since_ns >= until_ns:
         raise BadArgument("since must be earlier than until")
     return queries.RequestFilters(
-        service=values["service"],
-        model=values["model"],
-        conversation=values["conversation"],
-        message_id=values["message_id"],
+        service=given.service,
+        model=given.model,
+        conversation=given.conversation,
+        message_id=given.message_id,
         process_kind=process_kind,
         process_id=process_id,
-        run_id=values["run_id"],
+        run_id=given.run_id,
         since_ns=since_ns,
         until_ns=until_ns,
-        limit=limit,
+        limit=given.limit,
     )
 
 

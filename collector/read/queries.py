@@ -26,10 +26,9 @@ from ..store.base import Store
 # fetched so that "more than ten" can be told from "exactly ten".
 AMBIGUOUS_CANDIDATES_SHOWN = 10
 
-# A list answer is for people and scripts paging through recent requests; a
-# thousand summaries (~0.5 MB JSON) is already more than a screen can use.
+# A list answer is for people and scripts paging through recent requests (the
+# cap, one for every list route, is models.LIMIT_MAX).
 LIST_LIMIT_DEFAULT = 50
-LIST_LIMIT_MAX = 1000
 
 # One trace of an agent loop rarely has more than a few hundred LLM requests;
 # the cap keeps a runaway trace from building a page of unbounded size.

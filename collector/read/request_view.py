@@ -1,4 +1,4 @@
-"""Store rows → the request objects of SPEC §5 (the diff between two is ``diff``).
+"""Store rows → the request objects of the JSON API (README "Reading: API, inspector, CLI"; the diff between two is ``diff``).
 
 Pure functions, no I/O: ``queries`` fetches rows, this module shapes them,
 and the API, the inspector and (through the API) the CLI show the result.
@@ -19,20 +19,16 @@ import hashlib
 import json
 from typing import Any, Callable, Iterable, Mapping
 
+from ...wire.canonical import BYTES_PER_TOKEN
+from ...wire.canonical import tokens_in_bytes as estimate_tokens
+from ..conventions.system_prompt import instructions_text
 from ..record import REQUEST_COLUMNS, Column
-
 from .lineage import describe as describe_lineage
 from .lineage import lineage_key
 
-# Token counts are estimated at ~4 UTF-8 bytes per token, the usual rule of
-# thumb for English text with BPE tokenizers. Every estimated number carries
-# "estimate" in its name; provider-reported usage is shown apart from it.
-BYTES_PER_TOKEN = 4
+# Every estimated number carries "estimate" in its name; provider-reported
+# usage is shown apart from it.
 TOKEN_ESTIMATE_METHOD = f"{BYTES_PER_TOKEN} bytes per token"
-
-
-def estimate_tokens(size_bytes: int) -> int:
-    return -(-max(int(size_bytes), 0) // BYTES_PER_TOKEN)
 
 
 def rfc3339(nanoseconds: int) -> str:
@@ -54,24 +50,6 @@ def _parse_json_text(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def system_prompt_text(system_instructions: str) -> str | None:
-    """The system prompt from ``gen_ai.system_instructions`` (JSON parts, a JSON string or raw text)."""
-    value = _parse_json_text(system_instructions)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        pieces = []
-        for part in value:
-            if isinstance(part, str):
-                pieces.append(part)
-            elif isinstance(part, Mapping) and isinstance(part.get("content"), str):
-                pieces.append(part["content"])
-        return "".join(pieces) if pieces else None
-    return None
 
 
 # --- fields shown as declared (record.py) --------------------------------------
@@ -199,7 +177,7 @@ def request_object(
     contents: Mapping[tuple[str, str], str],
     previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One request (SPEC §5) from its ``requests`` row, block and tool rows and their content."""
+    """One request object from its ``requests`` row, block and tool rows and their content."""
     base = summary(row)
     return _declared(row, _REQUEST_PATHS, {
         **base,
@@ -261,7 +239,7 @@ def _prompt(
     else:
         # An unmapped prompt, or blocks whose text was not stored: the span's
         # system instructions carry the whole prompt when content was captured.
-        candidate = _utf8(system_prompt_text(row["system_instructions"]))
+        candidate = _utf8(instructions_text(row["system_instructions"]) if row["system_instructions"] else None)
         if candidate is not None and len(candidate[1]) == prompt_bytes:
             text = candidate[0]
             if ranges_ok:

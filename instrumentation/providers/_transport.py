@@ -34,7 +34,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as SUPPRESS_INST
 
 from ...wire import names
 from .._capture import span_content_enabled
-from .._dialects import system_prompt_text, tool_definitions
+from .._dialects import body_system_text, tool_definitions
 from .._record import ToolSpec, report_failure, start_llm_request
 from .._segments import lookup_rendered
 from ..manifest import build_manifest
@@ -112,7 +112,7 @@ def _prompt_for(body: Mapping[str, Any], dialect: str) -> Any:
     the prompt (``promptprism.prompt.bytes`` is the whole system prompt) and
     hide the other parts, so the whole text is recorded unmapped instead.
     """
-    whole = system_prompt_text(body, dialect)
+    whole = body_system_text(body, dialect)
     if whole is None:
         return None
     found = lookup_rendered(whole)

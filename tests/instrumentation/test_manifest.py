@@ -19,7 +19,7 @@ from promptprism.instrumentation.manifest import (
     estimate_tokens,
     safe_error_text,
     safe_identifier,
-    system_prompt_text,
+    body_system_text,
     tool_definitions,
 )
 from promptprism.wire import names
@@ -79,7 +79,7 @@ def test_only_the_leading_system_run_is_system():
     manifest = build_manifest(body, names.DIALECT_CHAT_COMPLETIONS)
     assert manifest.bytes_system == canonical_size(body["messages"][0]) + canonical_size(body["messages"][1])
     assert manifest.messages_count == 2
-    assert system_prompt_text(body, names.DIALECT_CHAT_COMPLETIONS) == "AB"  # the leading run only
+    assert body_system_text(body, names.DIALECT_CHAT_COMPLETIONS) == "AB"  # the leading run only
 
 
 def test_responses_string_input_and_instructions():

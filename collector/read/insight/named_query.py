@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# The usual rule of thumb for English prose and code in BPE tokenizers; the
-# manifest's own estimate (requests.tokens_estimate) uses the same ratio.
-BYTES_PER_TOKEN = 4
+from ....wire.canonical import BYTES_PER_TOKEN  # the one ratio every estimate uses
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ a store.
 
 from __future__ import annotations
 
-import math
-import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from ...store.base import Store
 from . import queries
+from ..errors import BadArgument
+from ..models import LIMIT_MAX
+from ..times import NANOSECONDS, parse_duration, parse_moment, rfc3339_seconds
 from .queries import BYTES_PER_TOKEN, DIMENSIONS, QUERIES, STORE
 
 # Without an explicit window the insight answers are about the last week:
@@ -33,46 +33,11 @@ BUCKET_STEPS = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 
 # Per-request cache rows returned by default; the aggregates cover the whole
 # window whatever this is.
 CACHE_ROWS_DEFAULT = 100
-ROWS_MAX = 5000
 
 # A part whose share of the prompt's change is below this is noise in the
 # one-line summary (it still appears in the table).
 SUMMARY_MIN_CONTRIBUTION_PCT = 0.5
 SUMMARY_PARTS_MAX = 5
-
-_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-class InsightError(ValueError):
-    """A parameter the caller can fix (HTTP 400, CLI error line)."""
-
-
-def parse_time(text: str | int | float | None, *, now: float) -> int | None:
-    """Unix seconds from ``7d`` / ``24h`` (that long before now), ``now``,
-    Unix seconds, or an RFC 3339 timestamp. ``None``/empty → None."""
-    if text is None or text == "":
-        return None
-    if isinstance(text, (int, float)):
-        return int(text)
-    value = str(text).strip()
-    if value == "now":
-        return math.ceil(now)
-    relative = _RELATIVE.match(value)
-    if relative:
-        return int(now) - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        return int(float(value))
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InsightError(
-            f"cannot read time {value!r}: use RFC 3339 (2025-01-31T12:00:00Z), Unix seconds, or 7d / 24h / 30m"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp())
-
 
 @dataclass(frozen=True)
 class Window:
@@ -85,35 +50,31 @@ class Window:
 
     @classmethod
     def parse(cls, since: Any = None, until: Any = None, *, now: float | None = None) -> "Window":
-        now = time.time() if now is None else now
-        end = parse_time(until, now=now)
-        # Round the default end up: the window is whole seconds compared with
-        # nanosecond start times, and truncating now would leave out requests
-        # stored in the current second.
-        end = math.ceil(now) if end is None else end
-        start = parse_time(since, now=end)
-        start = parse_time(DEFAULT_SINCE, now=end) if start is None else start
+        """The window ``since`` – ``until`` (``times``' syntax; ages count back from ``now``,
+        Unix seconds, default the clock); without ``since`` the DEFAULT_SINCE before ``until``."""
+        # Whole seconds compared with nanosecond start times: now is rounded up,
+        # so that requests stored in the current second are inside the window.
+        now_ns = time.time_ns() if now is None else int(now * NANOSECONDS)
+        now_ns = -(-now_ns // NANOSECONDS) * NANOSECONDS
+        end = -(-parse_moment("until", until, now=now_ns) // NANOSECONDS) if until not in (None, "") \
+            else now_ns // NANOSECONDS
+        if since in (None, ""):
+            start = end - parse_duration("since", DEFAULT_SINCE)
+        else:
+            start = parse_moment("since", since, now=now_ns) // NANOSECONDS
         if start >= end:
-            raise InsightError("since must be before until")
+            raise BadArgument("since must be earlier than until")
         return cls(start, end)
 
     def as_json(self) -> dict[str, Any]:
-        return {"since": _rfc3339(self.since), "until": _rfc3339(self.until), "seconds": self.seconds}
-
-
-def _rfc3339(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"since": rfc3339_seconds(self.since * NANOSECONDS), "until": rfc3339_seconds(self.until * NANOSECONDS),
+                "seconds": self.seconds}
 
 
 def bucket_for(window: Window, requested: Any = None) -> int:
+    """The chart bucket in seconds: as asked (``times``' duration syntax), else about TARGET_BUCKETS per window."""
     if requested not in (None, ""):
-        try:
-            seconds = int(requested)
-        except (TypeError, ValueError):
-            raise InsightError(f"bucket must be a number of seconds, got {requested!r}") from None
-        if seconds < 1:
-            raise InsightError("bucket must be at least 1 second")
-        return seconds
+        return parse_duration("bucket", requested)
     wanted = window.seconds / TARGET_BUCKETS
     return next((step for step in BUCKET_STEPS if step >= wanted), BUCKET_STEPS[-1])
 
@@ -136,9 +97,9 @@ def _limit(value: Any, default: int) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise InsightError(f"limit must be a whole number, got {value!r}") from None
-    if not 1 <= number <= ROWS_MAX:
-        raise InsightError(f"limit must be between 1 and {ROWS_MAX}")
+        raise BadArgument(f"limit must be a whole number, got {value!r}") from None
+    if not 1 <= number <= LIMIT_MAX:
+        raise BadArgument(f"limit must be between 1 and {LIMIT_MAX}")
     return number
 
 
@@ -204,7 +165,7 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
            bucket: Any = None) -> dict[str, Any]:
     """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``)."""
     if dimension not in DIMENSIONS:
-        raise InsightError(f"dimension must be one of {', '.join(DIMENSIONS)}")
+        raise BadArgument(f"dimension must be one of {', '.join(DIMENSIONS)}")
     if window is None:
         window, basis = growth_window(store, filters)
         chosen = {"window_chosen": "default", "window_basis": basis}
@@ -386,6 +347,6 @@ def headroom_summary(series: list[Mapping[str, Any]], rows: list[Mapping[str, An
 
 
 __all__ = [
-    "Filters", "InsightError", "Window", "bucket_for", "cache", "cache_summary", "growth",
-    "growth_summary", "headroom", "parse_time", "queries", "run", "total_from_attribution",
+    "Filters", "Window", "bucket_for", "cache", "cache_summary", "growth",
+    "growth_summary", "headroom", "queries", "run", "total_from_attribution",
 ]

@@ -8,88 +8,71 @@ block, so they run in the thread pool.
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Callable
+from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from ..._logsafe import describe_store_error
-from ...store.base import Store, StoreError, StoreUnavailable
+from ...store.base import Store
+from ..inspector.pages import Pages
+from .. import models
+from ..models import InsightParameters, parameters
+from ..web import json_answer
 from . import overview, report
-from .report import Filters, InsightError, Window
-
-logger = logging.getLogger(__name__)
+from .report import Filters, Window
 
 # Per-request cache verdicts the overview lists: enough to see the pattern
 # (and the inputs) without turning the page into the requests table.
 OVERVIEW_VERDICTS = 20
 
 
-def _filters(request: Request) -> Filters:
-    query = request.query_params
-    return Filters(service=query.get("service", ""), model=query.get("model", ""),
-                   process=query.get("process", ""), conversation=query.get("conversation", ""))
+def _parameters(request: Request) -> InsightParameters:
+    return parameters(InsightParameters, dict(request.query_params))
 
 
-def _window(request: Request) -> Window:
-    return Window.parse(request.query_params.get("since"), request.query_params.get("until"))
+def _filters(given: InsightParameters) -> Filters:
+    return Filters(service=given.service, model=given.model, process=given.process, conversation=given.conversation)
 
 
-def _growth_window(request: Request) -> Window | None:
+def _window(given: InsightParameters) -> Window:
+    return Window.parse(given.since, given.until)
+
+
+def _growth_window(given: InsightParameters) -> Window | None:
     """None without since/until: ``report.growth`` then compares the latest part of the stored data."""
-    if request.query_params.get("since") or request.query_params.get("until"):
-        return _window(request)
-    return None
+    return _window(given) if given.since or given.until else None
 
 
-def _failure(error: Exception, *, html: bool = False) -> Response:
-    if isinstance(error, InsightError):
-        status, message = 400, str(error)
-    elif isinstance(error, StoreUnavailable):
-        status, message = 503, f"store unavailable: {error}"
-    else:
-        logger.error("insight query failed: %s", describe_store_error(error))
-        status, message = 500, f"store query failed: {error}"
-    headers = {"Retry-After": "5"} if status == 503 else None
-    if html:
-        from html import escape
+def insight_routes(store: Store, pages: Pages | None = None) -> list[Route]:
+    pages = pages or Pages()
 
-        return HTMLResponse(f"<!doctype html><title>promptprism</title><p>{escape(message)}</p>",
-                            status_code=status, headers=headers)
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    def growth_answer(request: Request) -> dict[str, Any]:
+        given = _parameters(request)
+        return report.growth(store, _growth_window(given), _filters(given), dimension=given.dimension,
+                             bucket=given.bucket)
 
+    def cache_answer(request: Request) -> dict[str, Any]:
+        given = _parameters(request)
+        return report.cache(store, _window(given), _filters(given), limit=given.limit, bucket=given.bucket)
 
-async def _answer(work: Callable[[], Any], *, html: bool = False) -> Response:
-    try:
-        result = await run_in_threadpool(work)
-    except (InsightError, StoreError) as error:
-        return _failure(error, html=html)
-    return HTMLResponse(result) if html else JSONResponse(result)
+    def headroom_answer(request: Request) -> dict[str, Any]:
+        given = _parameters(request)
+        return report.headroom(store, _window(given), _filters(given), limit=given.limit, bucket=given.bucket)
 
-
-def insight_routes(store: Store) -> list[Route]:
     async def growth(request: Request) -> Response:
-        return await _answer(lambda: report.growth(
-            store, _growth_window(request), _filters(request),
-            dimension=request.query_params.get("dimension", "name"),
-            bucket=request.query_params.get("bucket")))
+        return await json_answer(lambda: growth_answer(request), models.Growth)
 
     async def cache(request: Request) -> Response:
-        return await _answer(lambda: report.cache(
-            store, _window(request), _filters(request),
-            limit=request.query_params.get("limit"), bucket=request.query_params.get("bucket")))
+        return await json_answer(lambda: cache_answer(request), models.Cache)
 
     async def headroom(request: Request) -> Response:
-        return await _answer(lambda: report.headroom(
-            store, _window(request), _filters(request),
-            limit=request.query_params.get("limit"), bucket=request.query_params.get("bucket")))
+        return await json_answer(lambda: headroom_answer(request), models.Headroom)
 
     def overview_page(request: Request) -> str:
-        window, filters = _window(request), _filters(request)
-        growth_window = _growth_window(request)
+        given = _parameters(request)
+        window, filters = _window(given), _filters(given)
+        growth_window = _growth_window(given)
         growth = report.growth(store, growth_window, filters, dimension="name")
         if growth_window is None:  # the by-layer view compares the same periods
             growth_window = Window.parse(growth["window"]["since"], growth["window"]["until"])
@@ -102,7 +85,7 @@ def insight_routes(store: Store) -> list[Route]:
         )
 
     async def overview_handler(request: Request) -> Response:
-        return await _answer(lambda: overview_page(request), html=True)
+        return await pages.answer(lambda: {"html": overview_page(request)}, "raw.html")
 
     return [
         Route("/api/insight/growth", growth, methods=["GET"]),

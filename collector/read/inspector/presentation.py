@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..formatting import MINUS_SIGN, byte_size, signed_byte_size, signed_count
 
-# Fixed hues for the layers SPEC §2 names, so a layer keeps its colour from
+# Fixed hues for the layers the block model names (README "Instrumenting an application"), so a layer keeps its colour from
 # page to page; any other layer gets a hue derived from its name.
 LAYER_HUES = {
     "identity": 215,

@@ -242,3 +242,101 @@ def test_a_bad_range_persisted_in_the_store_is_reported_not_a_crash(store):
     # Text is not assembled from an untrustworthy map, but the captured system prompt still shows.
     assert prompt["text"] == "".join(part.text for part in data.agent_parts(
         "User prefers short answers. 🎯\n", "Doc: the calendar has two meetings.\n"))
+
+
+# --- the served JSON Schema -------------------------------------------------------------------
+
+
+def _validator(schema, definition):
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{definition}"})
+
+
+def test_every_answer_of_the_real_collector_validates_against_the_served_schema(api):
+    schema = get(api, "/api/schema").json()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    answers = {
+        "RequestList": get(api, "/api/requests", limit="3"),
+        "Request": get(api, f"/api/requests/{data.SECOND}"),
+        "Trace": get(api, f"/api/traces/{data.AGENT_TRACE}"),
+        "Diff": get(api, "/api/diff", a=data.FIRST, b=data.THIRD),
+        "Growth": get(api, "/api/insight/growth", since="2d"),
+        "Cache": get(api, "/api/insight/cache", since="2d"),
+        "Headroom": get(api, "/api/insight/headroom", since="2d"),
+    }
+    for definition, response in answers.items():
+        assert response.status_code == 200, (definition, response.text)
+        _validator(schema, definition).validate(response.json())
+    # Each route names its answer, and unmapped and content-free requests validate too.
+    assert schema["routes"]["GET /api/requests/{id}"]["response"] == {"$ref": "#/$defs/Request"}
+    for request_id in (data.UNMAPPED, data.NO_CONTENT):
+        _validator(schema, "Request").validate(get(api, f"/api/requests/{request_id}").json())
+    for path in ("/api/requests/zz", "/api/requests/a1b2", "/api/nope"):
+        _validator(schema, "Error").validate(get(api, path).json())
+
+
+def test_the_schema_can_fail(api):
+    """A missing field, a wrong type and an undeclared key are each caught."""
+    import jsonschema
+
+    schema = get(api, "/api/schema").json()
+    body = get(api, f"/api/requests/{data.SECOND}").json()
+    validator = _validator(schema, "Request")
+    for broken in ({k: v for k, v in body.items() if k != "trace_id"}, {**body, "duration_ms": "slow"},
+                   {**body, "surprise": 1}, {**body, "usage": {**body["usage"], "input_tokens": "many"}}):
+        with pytest.raises(jsonschema.ValidationError):
+            validator.validate(broken)
+
+
+def test_declared_fields_appear_in_the_schema_at_their_api_paths(api):
+    """Fields record.py declares with an api path are derived, not written twice."""
+    from promptprism.collector.record import REQUEST_COLUMNS
+
+    definitions = get(api, "/api/schema").json()["$defs"]
+
+    def resolve(node):
+        while "$ref" in node or "anyOf" in node:
+            node = definitions[node["$ref"].split("/")[-1]] if "$ref" in node else next(
+                option for option in node["anyOf"] if option.get("type") != "null")
+        return node
+
+    for column in REQUEST_COLUMNS:
+        for path in column.api:
+            node = definitions["Request"]
+            for part in path.split("."):
+                node = resolve(node)
+                assert part in node["properties"], (column.name, path)
+                node = node["properties"][part]
+
+
+def test_unknown_paths_answer_json_under_api_and_pages_elsewhere(api):
+    response = get(api, "/api/nope")
+    assert response.status_code == 404 and response.json() == {"error": "no such page: /api/nope"}
+    page = get(api, "/nope")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "404 · Not found" in page.text and 'class="topbar"' in page.text
+    assert get(api, "/api/requests", limit="abc").json()["error"].startswith("limit='abc'")
+    assert client_post(api, "/api/requests").status_code == 405
+
+
+def client_post(api, path):
+    return api[0].post(path)
+
+
+def test_bucket_takes_the_duration_syntax_of_since(api):
+    assert get(api, "/api/insight/growth", since="1d", bucket="1d").json()["bucket_seconds"] == 86400
+    assert get(api, "/api/insight/cache", since="1d", bucket="3600").json()["bucket_seconds"] == 3600
+    response = get(api, "/api/insight/cache", bucket="soon")
+    assert response.status_code == 400 and "bucket='soon'" in response.json()["error"]
+
+
+def test_the_committed_schema_is_the_served_one():
+    import json
+
+    from promptprism.collector.read.models import json_schema
+    from support import REPOSITORY
+
+    committed = json.loads((REPOSITORY / "docs" / "api-schema.json").read_text(encoding="utf-8"))
+    assert committed == json_schema(), "regenerate: python -m promptprism.collector.read.models > docs/api-schema.json"

@@ -275,11 +275,20 @@ def test_tool_changes_are_listed_by_name():
     assert [item["name"] for item in tools["changed"]] == ["grow"] and tools["changed"][0]["bytes_delta"] == 11
 
 
-def test_system_prompt_text_accepts_the_shapes_instrumentations_send():
-    assert request_view.system_prompt_text(json.dumps([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}])) == "ab"
-    assert request_view.system_prompt_text(json.dumps("plain")) == "plain"
-    assert request_view.system_prompt_text("not json {") == "not json {"
-    assert request_view.system_prompt_text("") is None
+def test_unmapped_prompt_text_is_read_by_the_ingest_rule():
+    """The read side takes the system prompt out of stored system instructions with the same rule
+    (conventions.system_prompt.instructions_text) that measured the prompt at ingest."""
+    from promptprism.collector.conventions.system_prompt import instructions_text
+
+    for stored in (json.dumps([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]),
+                   "plain text", "not json {"):
+        expected = instructions_text(stored)
+        record = build_record(trace_id="a" * 32, request_id="b" * 16, parts=PARTS)
+        row, _, _, _ = rows_for(record)
+        row.update(prompt_bytes=len(expected.encode()), prompt_sha256=sha256(expected), system_instructions=stored,
+                   mapped=False)
+        prompt = request_object(row, [], [], {})["prompt"]
+        assert (prompt["text"], prompt["problems"]) == (expected, [])
 
 
 def test_builder_blocks_tile_the_prompt():

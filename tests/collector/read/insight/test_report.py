@@ -6,7 +6,8 @@ import pytest
 
 from promptprism.collector.read.insight import report
 from promptprism.collector.read.insight.queries import BYTES_PER_TOKEN, QUERIES, STORE
-from promptprism.collector.read.insight.report import Filters, InsightError, Window
+from promptprism.collector.read.errors import BadArgument
+from promptprism.collector.read.insight.report import Filters, Window
 
 from . import scenario
 from .conftest import write_records
@@ -275,7 +276,7 @@ def test_every_query_binds_exactly_its_parameters(store):
 
 @pytest.mark.parametrize("text", ["yesterday", "7x", "2025-13-01"])
 def test_bad_time_is_a_clear_error(text):
-    with pytest.raises(InsightError, match="cannot read time"):
+    with pytest.raises(BadArgument, match="expected an RFC 3339 time"):
         Window.parse(text, now=1_700_000_000)
 
 
@@ -283,16 +284,20 @@ def test_window_parsing():
     assert Window.parse("24h", now=1_700_000_000) == Window(1_700_000_000 - 86400, 1_700_000_000)
     assert Window.parse("2023-11-14T00:00:00Z", "2023-11-15T00:00:00Z") == Window(1699920000, 1700006400)
     assert report.bucket_for(Window(0, 7 * 86400)) == 6 * 3600
-    with pytest.raises(InsightError):
+    with pytest.raises(BadArgument):
         Window.parse("2023-11-15T00:00:00Z", "2023-11-14T00:00:00Z")  # until is before since
-    # A relative start counts back from the end of the window.
-    assert Window.parse("1d", "2d", now=1_700_000_000) == Window(1_700_000_000 - 3 * 86400, 1_700_000_000 - 2 * 86400)
+    # Ages count back from now, for since and until alike (as on /api/requests).
+    assert Window.parse("3d", "2d", now=1_700_000_000) == Window(1_700_000_000 - 3 * 86400, 1_700_000_000 - 2 * 86400)
+    # A bucket takes the same duration syntax as an age.
+    assert report.bucket_for(Window(0, 86400), "1d") == report.bucket_for(Window(0, 86400), "86400") == 86400
+    with pytest.raises(BadArgument, match="bucket"):
+        report.bucket_for(Window(0, 86400), "1 fortnight")
 
 
 def test_bad_dimension_and_limit(scenario_store, now_ns):
-    with pytest.raises(InsightError, match="dimension"):
+    with pytest.raises(BadArgument, match="dimension"):
         report.growth(scenario_store, _window(now_ns, "7d"), Filters(), dimension="colour")
-    with pytest.raises(InsightError, match="limit"):
+    with pytest.raises(BadArgument, match="limit"):
         report.cache(scenario_store, _window(now_ns, "7d"), Filters(), limit=0)
 
 
