@@ -4,6 +4,15 @@ Pure, no I/O; ``traces`` and ``logs`` build on it. A payload that is not
 OTLP at all raises ``MalformedPayload``; ``rejection_message`` words the
 partial-success answer for the items that were left out.
 
+Decoding is item by item: a span (or log record) that protobuf or the proto3
+JSON parser refuses on its own — invalid UTF-8 in a string, a lone
+surrogate, a value nested past the bound, a field of the wrong type — is
+rejected with a reason (OTLP partial success) and its neighbours are kept.
+The whole payload is parsed in one call first (the common, fast case); only
+when that fails is it taken apart span by span (``parse_protobuf_items``,
+``parse_json_items``). Rejection reasons are our own words, never the
+parser's text (which may quote the payload), so they are safe to log.
+
 The walk over attributes is the receive path's hot loop (~5 µs per
 event in Python; README, "The collector", throughput), so ``decode_attributes`` reads each protobuf
 ``AnyValue`` once, with the oneof name checked against the common kinds first.
@@ -26,13 +35,27 @@ SPAN_ID_BYTES = 8
 # The partial-success message names the first few bad items only: a batch of
 # 10,000 broken spans must not produce a 10,000-line answer.
 MAX_REJECTION_DETAILS = 5
-# OTLP/JSON nests arrays and kvlists; deeper than this is a hostile payload,
-# not telemetry (Python's own recursion limit would be hit near 1,000).
+# OTLP nests arrays and kvlists; a value deeper than this is a hostile
+# payload, not telemetry, and its span is rejected (Python's own recursion
+# limit would be hit near 1,000).
 MAX_VALUE_DEPTH = 32
+# Messages from a span (or log record) down to its deepest value: Span →
+# KeyValue → AnyValue, then two messages (ArrayValue/KeyValueList → AnyValue)
+# per level of a value, and some room; the proto3 JSON parser's bound for one item.
+MAX_ITEM_MESSAGE_DEPTH = 2 * MAX_VALUE_DEPTH + 8
+# …and for a whole request, whose items sit three messages down.
+MAX_REQUEST_MESSAGE_DEPTH = MAX_ITEM_MESSAGE_DEPTH + 4
 # OTLP times are fixed64; the store's DateTime64(9) and Arrow's nanosecond
 # timestamps are signed 64-bit. A broken clock past that (year 2262) is
 # stored at the bound rather than failing the whole export.
 MAX_TIME_NS = 2**63 - 1
+
+
+class ValueTooDeep(ValueError):
+    """An attribute value (or log body) nested deeper than ``MAX_VALUE_DEPTH``: its item is rejected."""
+
+
+TOO_DEEP_REASON = f"a value nested deeper than {MAX_VALUE_DEPTH} levels"
 
 
 class MalformedPayload(ValueError):
@@ -74,6 +97,9 @@ def load_json_object(payload: bytes) -> dict:
         document = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as error:
         raise MalformedPayload(f"not JSON: {error}") from None
+    except RecursionError:
+        # Python's JSON reader stops near 1,000 levels; the spans inside cannot be told apart.
+        raise MalformedPayload("not OTLP/JSON: nested too deeply to read") from None
     if not isinstance(document, dict):
         raise MalformedPayload("OTLP/JSON body must be an object")
     return document
@@ -83,7 +109,8 @@ def parse_json_document(document: dict, request_type: type) -> Any:
     """proto3 JSON → ``request_type`` once the hex ids are base64 (see ``hex_ids_to_base64``)."""
     request = request_type()
     try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=MAX_VALUE_DEPTH * 2)
+        json_format.ParseDict(document, request, ignore_unknown_fields=True,
+                              max_recursion_depth=MAX_REQUEST_MESSAGE_DEPTH)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
         raise MalformedPayload(f"not OTLP/JSON: {error}") from None
     return request
@@ -111,6 +138,181 @@ def json_items(container: object, camel: str, snake: str) -> list:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+# --- item by item, when the whole payload does not parse ------------------
+
+# Where the items sit in both requests: ExportTraceServiceRequest.resource_spans (1)
+# → ResourceSpans.scope_spans (2) → ScopeSpans.spans (2), and the same numbers
+# for logs (resource_logs → scope_logs → log_records).
+RESOURCES_FIELD, SCOPES_FIELD, ITEMS_FIELD = 1, 2, 2
+_VARINT, _FIXED64, _LENGTH_DELIMITED, _FIXED32 = 0, 1, 2, 5
+
+
+def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= end or shift > 63:
+            raise MalformedPayload("not OTLP protobuf: a truncated or overlong varint")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7
+
+
+def wire_fields(data: bytes, start: int, end: int):
+    """Each field of the message in ``data[start:end]``: (number, wire type, value start, value end, field start)."""
+    position = start
+    while position < end:
+        field_start = position
+        tag, position = _varint(data, position, end)
+        number, wire_type = tag >> 3, tag & 7
+        value_start = position
+        if wire_type == _VARINT:
+            _, position = _varint(data, position, end)
+        elif wire_type == _FIXED64:
+            position += 8
+        elif wire_type == _LENGTH_DELIMITED:
+            length, value_start = _varint(data, position, end)
+            position = value_start + length
+        elif wire_type == _FIXED32:
+            position += 4
+        else:  # groups (3, 4) are not in OTLP; 6 and 7 do not exist
+            raise MalformedPayload(f"not OTLP protobuf: wire type {wire_type}")
+        if number == 0 or position > end:
+            raise MalformedPayload("not OTLP protobuf: a field runs past its message")
+        yield number, wire_type, value_start, position, field_start
+
+
+def _split(data: bytes, start: int, end: int, wanted: int) -> tuple[list[tuple[int, int]], bytes]:
+    """The ``wanted`` length-delimited fields' extents, and every other field's bytes (the rest of the message)."""
+    found, rest = [], []
+    for number, wire_type, value_start, value_end, field_start in wire_fields(data, start, end):
+        if number == wanted and wire_type == _LENGTH_DELIMITED:
+            found.append((value_start, value_end))
+        else:
+            rest.append(data[field_start:value_end])
+    return found, b"".join(rest)
+
+
+def protobuf_problem(error: Exception) -> str:
+    """Why protobuf refused one item, in our words (upb's message names the cause)."""
+    text = str(error)
+    if "UTF-8" in text:
+        return "invalid UTF-8 in a string field"
+    if "Depth" in text or "depth" in text:
+        return "a value nested deeper than protobuf decodes"
+    return "not a valid OTLP protobuf message"
+
+
+def parse_protobuf_items(payload: bytes, request_type: type, noun: str) -> tuple[Any, list[str]]:
+    """The request, and the items left out, each as "<noun> <position>: <why>".
+
+    One ``ParseFromString`` when the payload is sound; otherwise the outer
+    messages are taken apart by hand and each item parsed on its own. Only a
+    payload whose framing, resource or scope is broken is ``MalformedPayload``.
+    """
+    request = request_type()
+    try:
+        request.ParseFromString(payload)
+        return request, []
+    except (DecodeError, ValueError, TypeError):
+        pass
+    request = request_type()
+    resources_name, scopes_name, items_name = _PROTOBUF_LISTS[request_type.DESCRIPTOR.full_name]
+    problems: list[str] = []
+    position = 0
+    resource_extents, _ = _split(payload, 0, len(payload), RESOURCES_FIELD)  # other top-level fields: unknown
+    for resource_start, resource_end in resource_extents:
+        scope_extents, rest = _split(payload, resource_start, resource_end, SCOPES_FIELD)
+        resource = getattr(request, resources_name).add()
+        _merge(resource, rest)
+        for scope_start, scope_end in scope_extents:
+            item_extents, rest = _split(payload, scope_start, scope_end, ITEMS_FIELD)
+            scope = getattr(resource, scopes_name).add()
+            _merge(scope, rest)
+            items = getattr(scope, items_name)
+            for item_start, item_end in item_extents:
+                item = items.add()
+                try:
+                    item.ParseFromString(payload[item_start:item_end])
+                except (DecodeError, ValueError, TypeError) as error:
+                    del items[-1]
+                    problems.append(f"{noun} {position}: {protobuf_problem(error)}")
+                position += 1
+    return request, problems
+
+
+def _merge(message: Any, data: bytes) -> None:
+    try:
+        message.MergeFromString(data)
+    except (DecodeError, ValueError, TypeError) as error:
+        raise MalformedPayload(f"not OTLP protobuf: a broken {type(message).__name__}: {error}") from None
+
+
+# The repeated fields holding resources, scopes and items, by request type.
+_PROTOBUF_LISTS = {
+    "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest": ("resource_spans", "scope_spans", "spans"),
+    "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest": ("resource_logs", "scope_logs", "log_records"),
+}
+
+
+def json_problem(error: Exception) -> str:
+    """Why the proto3 JSON parser refused one item, in our words (its text may quote the payload)."""
+    text = str(error)
+    if isinstance(error, RecursionError) or "too deep" in text:
+        return TOO_DEEP_REASON
+    if "surrogate" in text:
+        return "a string with a lone surrogate (not valid Unicode)"
+    return "not a valid OTLP/JSON item (a field of the wrong type or an invalid value)"
+
+
+def parse_json_items(document: dict, request_type: type, item_type: type, keys: tuple, noun: str
+                     ) -> tuple[Any, list[str]]:
+    """``parse_json_document``, item by item when the whole does not parse.
+
+    ``keys``: the (camelCase, snake_case) keys of the resources, scopes and
+    items lists. Items the parser refuses alone are removed from ``document``
+    and reported; if the rest still does not parse, the fault is outside the
+    items and the payload is ``MalformedPayload``.
+    """
+    try:
+        return parse_json_document(document, request_type), []
+    except MalformedPayload as whole_error:
+        failure = whole_error
+    (resources_camel, resources_snake), (scopes_camel, scopes_snake), (items_camel, items_snake) = keys
+    problems: list[str] = []
+    position = 0
+    for resource in json_items(document, resources_camel, resources_snake):
+        for scope in json_items(resource, scopes_camel, scopes_snake):
+            for key in (items_camel, items_snake):
+                items = scope.get(key)
+                if not isinstance(items, list):
+                    continue
+                kept = []
+                for item in items:
+                    problem = _json_item_problem(item, item_type)
+                    if problem:
+                        problems.append(f"{noun} {position}: {problem}")
+                    else:
+                        kept.append(item)
+                    position += 1
+                items[:] = kept
+    if not problems:
+        raise failure
+    return parse_json_document(document, request_type), problems
+
+
+def _json_item_problem(item: object, item_type: type) -> str:
+    if not isinstance(item, dict):
+        return "not a JSON object"
+    try:
+        json_format.ParseDict(item, item_type(), ignore_unknown_fields=True, max_recursion_depth=MAX_ITEM_MESSAGE_DEPTH)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
+        return json_problem(error)
+    return ""
+
+
 # --- walking ---------------------------------------------------------------
 
 _which = AnyValue.WhichOneof
@@ -129,7 +331,7 @@ def decode_value(value: AnyValue, depth: int = 0) -> object:
     if kind is None:
         return None
     if depth >= MAX_VALUE_DEPTH:
-        return None
+        raise ValueTooDeep(TOO_DEEP_REASON)
     if kind == "array_value":
         return [decode_value(item, depth + 1) for item in value.array_value.values]
     if kind == "kvlist_value":

@@ -3,7 +3,8 @@
 Pure conversion, no I/O, the logs twin of ``traces`` (both parse with
 ``_parse``): a payload that is not OTLP at all raises ``MalformedPayload``
 (gRPC INVALID_ARGUMENT / HTTP 400); a record that is OTLP but unusable (a
-trace or span id of the wrong length) is left out and counted, so the
+trace or span id of the wrong length, invalid UTF-8, a lone surrogate, a
+value nested too deep) is left out and counted, so the
 receiver answers with OTLP partial success (``rejected_log_records``)
 instead of rejecting its neighbours.
 
@@ -17,6 +18,7 @@ import base64
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from ...wire import names
 from ._parse import (
@@ -26,12 +28,15 @@ from ._parse import (
     SPAN_ID_BYTES,
     TRACE_ID_BYTES,
     MalformedPayload,
+    ValueTooDeep,
     decode_attributes,
     decode_value,
     hex_ids_to_base64,
     json_items,
     load_json_object,
     parse_json_document,
+    parse_json_items,
+    parse_protobuf_items,
     parse_protobuf_request,
     rejection_message,
 )
@@ -41,6 +46,7 @@ from .model import DecodedLogRecord
 # id has, so the record is rejected instead of silently losing its context.
 _UNPARSEABLE_ID = base64.b64encode(b"\x00").decode("ascii")
 _ID_KEYS = (("traceId", "trace_id"), ("spanId", "span_id"))
+_JSON_LISTS = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"))
 
 
 @dataclass(slots=True)
@@ -53,6 +59,11 @@ class LogDecodeResult:
     def error_message(self) -> str:
         return rejection_message(self.rejected_log_records, self.rejection_details, "log record(s)")
 
+    def reject(self, detail: str) -> None:
+        self.rejected_log_records += 1
+        if len(self.rejection_details) < MAX_REJECTION_DETAILS:
+            self.rejection_details.append(detail)
+
 
 # --- parsing ---------------------------------------------------------------
 
@@ -63,12 +74,16 @@ def parse_protobuf(payload: bytes) -> ExportLogsServiceRequest:
 
 def parse_json(payload: bytes) -> ExportLogsServiceRequest:
     """OTLP/JSON: proto3 JSON mapping with hex trace and span ids and integer enums."""
+    return parse_json_document(_json_document(payload), ExportLogsServiceRequest)
+
+
+def _json_document(payload: bytes) -> dict:
     document = load_json_object(payload)
     for resource_logs in json_items(document, "resourceLogs", "resource_logs"):
         for scope_logs in json_items(resource_logs, "scopeLogs", "scope_logs"):
             for record in json_items(scope_logs, "logRecords", "log_records"):
                 hex_ids_to_base64(record, _ID_KEYS, _UNPARSEABLE_ID)
-    return parse_json_document(document, ExportLogsServiceRequest)
+    return document
 
 
 # --- walking ---------------------------------------------------------------
@@ -81,28 +96,40 @@ def _hex_id(raw: bytes, length: int) -> str | None:
     return raw.hex() if len(raw) == length else None
 
 
-def decode_request(request: ExportLogsServiceRequest) -> LogDecodeResult:
+def decode_request(request: ExportLogsServiceRequest, problems: list[str] = ()) -> LogDecodeResult:
+    """The request's log records; ``problems``: records the parser already left out (``parse_*_items``)."""
     result = LogDecodeResult(records=[])
+    for problem in problems:
+        result.reject(problem)
     sequence = 0
     for resource_logs in request.resource_logs:
-        resource_attributes = decode_attributes(resource_logs.resource.attributes)
+        try:
+            resource_attributes = decode_attributes(resource_logs.resource.attributes)
+        except ValueTooDeep as error:  # shared by every record of the resource: none can be stored
+            raise MalformedPayload(f"not OTLP: a resource attribute is {error}") from None
         service = resource_attributes.get(SERVICE_NAME)
         service = service if isinstance(service, str) else ""
         for scope_logs in resource_logs.scope_logs:
             scope = scope_logs.scope
-            scope_attributes = decode_attributes(scope.attributes)
+            try:
+                scope_attributes = decode_attributes(scope.attributes)
+            except ValueTooDeep as error:
+                raise MalformedPayload(f"not OTLP: a scope attribute is {error}") from None
             for record in scope_logs.log_records:
                 trace_id = _hex_id(record.trace_id, TRACE_ID_BYTES)
                 span_id = _hex_id(record.span_id, SPAN_ID_BYTES)
                 if trace_id is None or span_id is None or (span_id and not trace_id):
-                    result.rejected_log_records += 1
-                    if len(result.rejection_details) < MAX_REJECTION_DETAILS:
-                        result.rejection_details.append(
-                            f"log record {sequence}: invalid trace_id {record.trace_id.hex()!r} or "
-                            f"span_id {record.span_id.hex()!r}")
+                    result.reject(f"log record {sequence}: invalid trace_id {record.trace_id.hex()!r} or "
+                                  f"span_id {record.span_id.hex()!r}")
                     sequence += 1
                     continue
-                attributes = decode_attributes(record.attributes)
+                try:
+                    attributes = decode_attributes(record.attributes)
+                    body = decode_value(record.body) if record.HasField("body") else None
+                except ValueTooDeep as error:
+                    result.reject(f"log record {sequence}: {error}")
+                    sequence += 1
+                    continue
                 event_name = record.event_name
                 if not event_name:
                     legacy = attributes.get(names.EVENT_NAME_ATTRIBUTE)
@@ -116,7 +143,7 @@ def decode_request(request: ExportLogsServiceRequest) -> LogDecodeResult:
                     severity_number=record.severity_number,
                     severity_text=record.severity_text,
                     event_name=event_name,
-                    body=decode_value(record.body) if record.HasField("body") else None,
+                    body=body,
                     attributes=attributes,
                     service=service,
                     resource_attributes=resource_attributes,  # shared by the resource's records; read-only
@@ -132,11 +159,12 @@ def decode_request(request: ExportLogsServiceRequest) -> LogDecodeResult:
 
 
 def decode_protobuf(payload: bytes) -> LogDecodeResult:
-    return decode_request(parse_protobuf(payload))
+    return decode_request(*parse_protobuf_items(payload, ExportLogsServiceRequest, "log record"))
 
 
 def decode_json(payload: bytes) -> LogDecodeResult:
-    return decode_request(parse_json(payload))
+    return decode_request(*parse_json_items(_json_document(payload), ExportLogsServiceRequest, LogRecord,
+                                            _JSON_LISTS, "log record"))
 
 
 __all__ = ["LogDecodeResult", "MalformedPayload", "parse_protobuf", "parse_json", "decode_request",

@@ -1,8 +1,9 @@
 """OTLP trace payloads (protobuf or OTLP/JSON) → ``DecodedSpan`` objects.
 
 Pure conversion, no I/O. A payload that is not OTLP at all raises
-``MalformedPayload`` (gRPC INVALID_ARGUMENT / HTTP 400); a span that is OTLP
-but unusable (an invalid trace or span id) is left out and counted, so the
+``MalformedPayload`` (gRPC INVALID_ARGUMENT / HTTP 400); a span that is
+unusable on its own (an invalid trace or span id, invalid UTF-8, a lone
+surrogate, a value nested too deep) is left out and counted, so the
 receiver can answer with OTLP partial success instead of rejecting its
 neighbours. Parsing and the hot attribute walk are shared with ``logs``
 (``_parse``).
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ._parse import (
     MAX_REJECTION_DETAILS,
@@ -21,11 +23,14 @@ from ._parse import (
     SPAN_ID_BYTES,
     TRACE_ID_BYTES,
     MalformedPayload,
+    ValueTooDeep,
     decode_attributes,
     hex_ids_to_base64,
     json_items,
     load_json_object,
     parse_json_document,
+    parse_json_items,
+    parse_protobuf_items,
     parse_protobuf_request,
     rejection_message,
 )
@@ -46,6 +51,11 @@ class DecodeResult:
     def error_message(self) -> str:
         return rejection_message(self.rejected_spans, self.rejection_details, "span(s)")
 
+    def reject(self, detail: str) -> None:
+        self.rejected_spans += 1
+        if len(self.rejection_details) < MAX_REJECTION_DETAILS:
+            self.rejection_details.append(detail)
+
 
 # --- parsing ---------------------------------------------------------------
 
@@ -58,6 +68,10 @@ def parse_json(payload: bytes) -> ExportTraceServiceRequest:
     """OTLP/JSON: proto3 JSON mapping, except that trace and span ids are hex
     (not base64) and enums are integers. Keys may be lowerCamelCase or the
     proto field names; unknown keys are ignored (OTLP spec)."""
+    return parse_json_document(_json_document(payload), ExportTraceServiceRequest)
+
+
+def _json_document(payload: bytes) -> dict:
     document = load_json_object(payload)
     for resource_spans in json_items(document, "resourceSpans", "resource_spans"):
         for scope_spans in json_items(resource_spans, "scopeSpans", "scope_spans"):
@@ -66,10 +80,11 @@ def parse_json(payload: bytes) -> ExportTraceServiceRequest:
                 hex_ids_to_base64(span, _ID_KEYS, "")
                 for link in json_items(span, "links", "links"):
                     hex_ids_to_base64(link, _ID_KEYS, "")
-    return parse_json_document(document, ExportTraceServiceRequest)
+    return document
 
 
 _ID_KEYS = (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"))
+_JSON_LISTS = (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"))
 
 
 def _id_problem(trace_id: bytes, span_id: bytes, parent_span_id: bytes) -> str:
@@ -82,11 +97,17 @@ def _id_problem(trace_id: bytes, span_id: bytes, parent_span_id: bytes) -> str:
     return ""
 
 
-def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
+def decode_request(request: ExportTraceServiceRequest, problems: list[str] = ()) -> DecodeResult:
+    """The request's spans; ``problems``: spans the parser already left out (``parse_*_items``)."""
     result = DecodeResult(spans=[])
+    for problem in problems:
+        result.reject(problem)
     spans = result.spans
     for resource_spans in request.resource_spans:
-        resource_attributes = decode_attributes(resource_spans.resource.attributes)
+        try:
+            resource_attributes = decode_attributes(resource_spans.resource.attributes)
+        except ValueTooDeep as error:  # shared by every span of the resource: none can be stored
+            raise MalformedPayload(f"not OTLP: a resource attribute is {error}") from None
         service = resource_attributes.get(SERVICE_NAME)
         service = service if isinstance(service, str) else ""
         for scope_spans in resource_spans.scope_spans:
@@ -96,12 +117,19 @@ def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 problem = _id_problem(trace_id, span_id, parent)
                 if problem:
-                    result.rejected_spans += 1
-                    if len(result.rejection_details) < MAX_REJECTION_DETAILS:
-                        result.rejection_details.append(f"span {span.name!r}: {problem}")
+                    result.reject(f"span {span.name!r}: {problem}")
                     continue
                 status = span.status
                 kind = span.kind
+                try:
+                    attributes = decode_attributes(span.attributes)
+                    events = [SpanEvent(min(event.time_unix_nano, MAX_TIME_NS), event.name,
+                                        decode_attributes(event.attributes)) for event in span.events]
+                    links = [SpanLink(link.trace_id.hex(), link.span_id.hex(), link.trace_state,
+                                      decode_attributes(link.attributes)) for link in span.links]
+                except ValueTooDeep as error:
+                    result.reject(f"span {span.name!r}: {error}")
+                    continue
                 spans.append(DecodedSpan(
                     trace_id=trace_id.hex(),
                     span_id=span_id.hex(),
@@ -117,11 +145,9 @@ def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
                     resource_attributes=resource_attributes,  # shared by the resource's spans; read-only
                     scope_name=scope_name,
                     scope_version=scope_version,
-                    attributes=decode_attributes(span.attributes),
-                    events=[SpanEvent(min(event.time_unix_nano, MAX_TIME_NS), event.name,
-                                      decode_attributes(event.attributes)) for event in span.events],
-                    links=[SpanLink(link.trace_id.hex(), link.span_id.hex(), link.trace_state,
-                                    decode_attributes(link.attributes)) for link in span.links],
+                    attributes=attributes,
+                    events=events,
+                    links=links,
                     dropped_events_count=span.dropped_events_count,
                     dropped_attributes_count=span.dropped_attributes_count,
                 ))
@@ -129,11 +155,12 @@ def decode_request(request: ExportTraceServiceRequest) -> DecodeResult:
 
 
 def decode_protobuf(payload: bytes) -> DecodeResult:
-    return decode_request(parse_protobuf(payload))
+    return decode_request(*parse_protobuf_items(payload, ExportTraceServiceRequest, "span"))
 
 
 def decode_json(payload: bytes) -> DecodeResult:
-    return decode_request(parse_json(payload))
+    return decode_request(*parse_json_items(_json_document(payload), ExportTraceServiceRequest, Span,
+                                            _JSON_LISTS, "span"))
 
 
 __all__ = [

@@ -111,13 +111,21 @@ def test_garbage_protobuf_is_malformed(payload):
 
 @pytest.mark.parametrize("payload", [
     b"{not json", b"[1, 2]", b'"text"', b"\xff\xfe",
-    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": ["a list"]}]}]}]}',
     b'{"resourceSpans": "nope"}',
-    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "x", "value": ' + b'{"arrayValue": {"values": [' * 200 + b"]}}" * 200 + b"}]}]}]}]}",
 ])
 def test_garbage_json_is_malformed(payload):
     with pytest.raises(MalformedPayload):
         decode_json(payload)
+
+
+@pytest.mark.parametrize("span", [
+    b'{"name": ["a list"]}',
+    b'{"attributes": [{"key": "x", "value": ' + b'{"arrayValue": {"values": [' * 200 + b"]}}" * 200 + b"}]}",
+    b'"not an object"',
+])
+def test_a_span_the_json_parser_refuses_is_rejected_alone(span):
+    result = decode_json(b'{"resourceSpans": [{"scopeSpans": [{"spans": [' + span + b"]}]}]}")
+    assert result.spans == [] and result.rejected_spans == 1 and result.error_message.startswith("rejected 1 span(s)")
 
 
 def test_empty_payloads_are_valid_and_empty():

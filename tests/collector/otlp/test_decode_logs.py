@@ -90,12 +90,19 @@ def test_json_id_that_is_not_hex_rejects_the_record_not_the_payload():
     (b"\xff\xff\xff", decode_protobuf),
     (b"{not json", decode_json),
     (b"[1, 2]", decode_json),
-    (json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "soon"}]}]}]}).encode(),
-     decode_json),
+    (b'{"resourceLogs": "nope"}', decode_json),
 ])
 def test_malformed_payloads_raise(payload, decode):
     with pytest.raises(MalformedPayload):
         decode(payload)
+
+
+def test_a_record_the_json_parser_refuses_is_rejected_alone():
+    payload = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"timeUnixNano": "soon"}, {"body": {"stringValue": "kept"}}]}]}]}).encode()
+    result = decode_json(payload)
+    assert [record.body for record in result.records] == ["kept"]
+    assert result.error_message.startswith("rejected 1 log record(s): log record 0: not a valid OTLP/JSON item")
 
 
 def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
