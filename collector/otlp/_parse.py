@@ -151,7 +151,7 @@ def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if position >= end or shift > 63:
-            raise MalformedPayload("not OTLP protobuf: a truncated or overlong varint")
+            raise MalformedPayload("a truncated or overlong varint")
         byte = data[position]
         position += 1
         result |= (byte & 0x7F) << shift
@@ -178,9 +178,9 @@ def wire_fields(data: bytes, start: int, end: int):
         elif wire_type == _FIXED32:
             position += 4
         else:  # groups (3, 4) are not in OTLP; 6 and 7 do not exist
-            raise MalformedPayload(f"not OTLP protobuf: wire type {wire_type}")
+            raise MalformedPayload(f"wire type {wire_type}")
         if number == 0 or position > end:
-            raise MalformedPayload("not OTLP protobuf: a field runs past its message")
+            raise MalformedPayload("a field runs past its message")
         yield number, wire_type, value_start, position, field_start
 
 
@@ -218,6 +218,13 @@ def parse_protobuf_items(payload: bytes, request_type: type, noun: str) -> tuple
         return request, []
     except (DecodeError, ValueError, TypeError):
         pass
+    try:
+        return _parse_item_by_item(payload, request_type, noun)
+    except MalformedPayload as error:  # the framing, a resource or a scope: the whole payload
+        raise MalformedPayload(f"not an OTLP {request_type.__name__}: {error}") from None
+
+
+def _parse_item_by_item(payload: bytes, request_type: type, noun: str) -> tuple[Any, list[str]]:
     request = request_type()
     resources_name, scopes_name, items_name = _PROTOBUF_LISTS[request_type.DESCRIPTOR.full_name]
     problems: list[str] = []
@@ -247,7 +254,7 @@ def _merge(message: Any, data: bytes) -> None:
     try:
         message.MergeFromString(data)
     except (DecodeError, ValueError, TypeError) as error:
-        raise MalformedPayload(f"not OTLP protobuf: a broken {type(message).__name__}: {error}") from None
+        raise MalformedPayload(f"a broken {type(message).__name__}: {error}") from None
 
 
 # The repeated fields holding resources, scopes and items, by request type.
