@@ -14,7 +14,7 @@ import pytest
 from support import REPOSITORY, python_without
 
 # Only the dev extra brings these (the tests' HTTP client, the deploy tests' YAML).
-DEV_ONLY = ("httpx", "yaml")
+DEV_ONLY = ("httpx", "yaml", "h2")
 # What the collector and providers extras add to the base install and the exporter extra.
 COLLECTOR_AND_PROVIDERS = ("chdb", "clickhouse_connect", "starlette", "uvicorn", "pyarrow", "prometheus_client",
                            "openai", "anthropic")

@@ -104,8 +104,8 @@ def retry_trailers(message: str, retry_after_seconds: float) -> tuple[tuple[str,
             (STATUS_DETAILS_TRAILER, status.SerializeToString()))
 
 
-def grpc_answer(outcome: ExportOutcome, context: grpc.ServicerContext, metrics: Metrics,
-                transport: str) -> Message:
+async def grpc_answer(outcome: ExportOutcome, context: grpc.aio.ServicerContext, metrics: Metrics,
+                      transport: str) -> Message:
     """The response of a stored export; any other outcome aborts the call with its status."""
     record(metrics, transport, outcome)
     answer = ANSWERS[outcome.kind]
@@ -113,7 +113,7 @@ def grpc_answer(outcome: ExportOutcome, context: grpc.ServicerContext, metrics: 
         return export_response(outcome)
     if outcome.kind == ingest.RETRY:
         context.set_trailing_metadata(retry_trailers(outcome.message, outcome.retry_after_seconds))
-    context.abort(answer.grpc_code, outcome.message)
+    await context.abort(answer.grpc_code, outcome.message)
     raise AssertionError("context.abort returns only by raising")  # pragma: no cover
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import grpc
@@ -79,15 +80,15 @@ class Context:
     def set_trailing_metadata(self, trailers):
         self.trailers = trailers
 
-    def abort(self, code, message):
+    async def abort(self, code, message):
         raise AbortedCall(code, message)
 
 
 def test_grpc_retry_carries_retry_info_in_both_places():
     context = Context()
     with pytest.raises(AbortedCall) as aborted:
-        answers.grpc_answer(ExportOutcome(ingest.RETRY, message="retry later: x", retry_after_seconds=1.5),
-                            context, Metrics(), "grpc")
+        asyncio.run(answers.grpc_answer(
+            ExportOutcome(ingest.RETRY, message="retry later: x", retry_after_seconds=1.5), context, Metrics(), "grpc"))
     assert aborted.value.args == (grpc.StatusCode.UNAVAILABLE, "retry later: x")
     trailers = dict(context.trailers)
     delay = error_details_pb2.RetryInfo.FromString(trailers[answers.RETRY_INFO_TRAILER]).retry_delay
