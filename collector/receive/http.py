@@ -42,12 +42,23 @@ TRANSPORT = "http"
 # Exports decoded and written at once; as for gRPC (grpc.MAX_WORKERS),
 # each holds up to the receive limit in memory while the sink writes it.
 MAX_CONCURRENT_EXPORTS = 8
-# Exports whose bodies may be held in memory at once (being read, waiting for
-# a decoder, being decoded). Checked before a body is read, so memory stays
-# under this × the receive limit (16 × 64 MiB = 1 GiB by default) however many
-# connections are open; past it the receiver is full and answers 503 with
-# Retry-After at once. Twice the decoders: one export read while one decodes.
-MAX_HELD_EXPORTS = 2 * MAX_CONCURRENT_EXPORTS
+# Bodies being received at once. An arriving body holds only the bytes it
+# has sent so far (counted against the byte budget below), so this bounds
+# coroutines and sockets, not memory: a slow or stalled sender takes one of
+# 64 places for at most BODY_READ_TIMEOUT_SECONDS, and sixteen stalled
+# uploads leave room for the exports behind them. Past it the receiver is
+# full and answers 503 with Retry-After at once.
+MAX_ARRIVING_BODIES = 64
+# Bytes of bodies held in memory at once (arriving, waiting for a decoder,
+# being decoded), as a number of receive limits: 16 × 64 MiB = 1 GiB by
+# default, whatever the number of connections. Counted as bytes arrive, not
+# as Content-Length announces them, so an announced size costs nothing until
+# it is sent. Twice the decoders: one export read while one decodes.
+HELD_RECEIVE_LIMITS = 2 * MAX_CONCURRENT_EXPORTS
+# How long a body may take to arrive. OTLP exporters give a whole export
+# 10 s by default (the Python and Go SDKs), so a body still arriving after
+# three times that has been abandoned by its sender.
+BODY_READ_TIMEOUT_SECONDS = 30.0
 # What a full receiver asks the exporter to wait before retrying.
 FULL_RETRY_AFTER_SECONDS = 1
 
@@ -75,6 +86,23 @@ def gunzip(data: bytes, limit: int) -> bytes:
     return b"".join(parts)
 
 
+class _HeldBytes:
+    """The byte budget of bodies in memory (used on the server's one event loop: no lock)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+
+    def take(self, amount: int) -> bool:
+        if self.held + amount > self.limit:
+            return False
+        self.held += amount
+        return True
+
+    def give(self, amount: int) -> None:
+        self.held -= amount
+
+
 def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
@@ -82,7 +110,8 @@ def _media_type(header: str) -> str:
 def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -> Starlette:
     """The OTLP/HTTP app: traces and logs share the limiter, limits and answers."""
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
-    holding = anyio.CapacityLimiter(MAX_HELD_EXPORTS)
+    arriving = anyio.CapacityLimiter(MAX_ARRIVING_BODIES)
+    held = _HeldBytes(HELD_RECEIVE_LIMITS * receive_limit_bytes)
     metrics = ingest.metrics
 
     def answer(outcome: ExportOutcome, encoding: str) -> Response:
@@ -112,25 +141,33 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
         if declared.isdigit() and int(declared) > receive_limit_bytes:
             return answer(_too_large(signal), encoding)
         try:
-            holding.acquire_nowait()
+            arriving.acquire_nowait()
         except anyio.WouldBlock:
-            return answer(ExportOutcome(RETRY, signal, message="receiver full, retry later",
-                                        retry_after_seconds=FULL_RETRY_AFTER_SECONDS), encoding)
+            return answer(_full(signal, "receiver full, retry later"), encoding)
+        reserved = 0
         try:
-            return answer(await _read_and_ingest(request, signal, encoding, content_encoding), encoding)
+            chunks = []
+            try:
+                with anyio.fail_after(BODY_READ_TIMEOUT_SECONDS):
+                    async for chunk in request.stream():
+                        if reserved + len(chunk) > receive_limit_bytes:
+                            return answer(_too_large(signal), encoding)
+                        if not held.take(len(chunk)):
+                            return answer(_full(signal, "receiver full, retry later"), encoding)
+                        reserved += len(chunk)
+                        chunks.append(chunk)
+            except TimeoutError:
+                return answer(_full(signal, f"the body did not arrive within {BODY_READ_TIMEOUT_SECONDS:g} s"),
+                              encoding)
+            finally:
+                arriving.release()
+            body = b"".join(chunks)
+            del chunks
+            outcome = await anyio.to_thread.run_sync(_decode_and_ingest, signal, body, content_encoding, encoding,
+                                                     limiter=limiter)
+            return answer(outcome, encoding)
         finally:
-            holding.release()
-
-    async def _read_and_ingest(request: Request, signal: str, encoding: str, content_encoding: str) -> ExportOutcome:
-        chunks, received = [], 0
-        async for chunk in request.stream():
-            received += len(chunk)
-            if received > receive_limit_bytes:
-                return _too_large(signal)
-            chunks.append(chunk)
-        body = b"".join(chunks)
-        return await anyio.to_thread.run_sync(_decode_and_ingest, signal, body, content_encoding, encoding,
-                                              limiter=limiter)
+            held.give(reserved)
 
     def _decode_and_ingest(signal: str, body: bytes, content_encoding: str, encoding: str) -> ExportOutcome:
         if content_encoding == "gzip":
@@ -141,6 +178,9 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
             except MalformedPayload as error:
                 return ExportOutcome(MALFORMED, signal, message=str(error), payload_bytes=len(body))
         return ingest.export(body, encoding, TRANSPORT, signal)
+
+    def _full(signal: str, message: str) -> ExportOutcome:
+        return ExportOutcome(RETRY, signal, message=message, retry_after_seconds=FULL_RETRY_AFTER_SECONDS)
 
     def _too_large(signal: str) -> ExportOutcome:
         return ExportOutcome(TOO_LARGE, signal,
