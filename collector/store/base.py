@@ -19,7 +19,57 @@ class StoreError(Exception):
 
 
 class StoreUnavailable(StoreError):
-    """The store cannot be reached right now; the caller may retry later or spool."""
+    """The store cannot take the query right now (unreachable, full, not writable, overloaded);
+    the caller may retry later or spool."""
+
+
+# ClickHouse answers that mean "try again later" rather than "this is wrong":
+# the store is busy, out of room or not writable right now, and the same
+# rows may pass once an operator or a merge has fixed that. The names are
+# ClickHouse's (errorCodeToName).
+TRANSIENT_SERVER_CODES = frozenset({
+    159,  # TIMEOUT_EXCEEDED
+    202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+    241,  # MEMORY_LIMIT_EXCEEDED
+    173,  # CANNOT_ALLOCATE_MEMORY
+    252,  # TOO_MANY_PARTS
+    243,  # NOT_ENOUGH_SPACE
+    210,  # NETWORK_ERROR
+    209,  # SOCKET_TIMEOUT
+    279,  # ALL_CONNECTION_TRIES_FAILED
+    242,  # TABLE_IS_READ_ONLY
+    164,  # READONLY
+    999,  # KEEPER_EXCEPTION
+    225,  # NO_ZOOKEEPER
+    236,  # ABORTED
+    394,  # QUERY_WAS_CANCELLED
+    439,  # CANNOT_SCHEDULE_TASK
+    74,  # CANNOT_READ_FROM_FILE_DESCRIPTOR
+    75,  # CANNOT_WRITE_TO_FILE_DESCRIPTOR
+    76,  # CANNOT_OPEN_FILE
+    425,  # SYSTEM_ERROR
+})
+# The operating system's words for a fault of the disk or the process, which
+# ClickHouse passes on inside other codes (STD_EXCEPTION's filesystem_error,
+# CANNOT_OPEN_FILE's errno text): the data directory not writable, the disk
+# or a quota full, out of file descriptors or memory.
+_TRANSIENT_SYSTEM_TEXT = re.compile(
+    r"Permission denied|Operation not permitted|No space left on device|Read-only file system|"
+    r"Disk quota exceeded|File too large|Too many open files|Cannot allocate memory|Input/output error")
+_CODE = re.compile(r"Code: (\d+)")
+
+
+def server_code(text: str) -> int | None:
+    """The ClickHouse error code quoted in an error's text (``Code: 243. DB::Exception: …``)."""
+    found = _CODE.search(text)
+    return int(found.group(1)) if found else None
+
+
+def is_transient(text: str, code: int | None = None) -> bool:
+    """True when a failure with this text (and code) may pass later: retry or spool, never refuse the data."""
+    if code is None:
+        code = server_code(text)
+    return code in TRANSIENT_SERVER_CODES or bool(_TRANSIENT_SYSTEM_TEXT.search(text))
 
 
 Columns = Mapping[str, Sequence[Any]]

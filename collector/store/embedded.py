@@ -16,6 +16,7 @@ from .base import (
     checked_identifier,
     checked_token,
     column_list,
+    is_transient,
     parse_json_each_row,
 )
 
@@ -87,7 +88,10 @@ class EmbeddedStore:
                 else:
                     result = self._session.query(sql, fmt)
             except Exception as error:
-                raise StoreError(str(error)) from error
+                text = str(error)
+                if is_transient(text):  # a full or unwritable data directory, memory, too many parts
+                    raise StoreUnavailable(text) from error
+                raise StoreError(text) from error
         return result.bytes()
 
     def close(self) -> None:

@@ -3,8 +3,9 @@
 Same DDL and the same SQL as the embedded store. Rows come back as
 JSONEachRow and go through the same decoder, so both stores return identical
 Python values; inserts send the pyarrow table as Arrow. A failure to reach
-the server is ``StoreUnavailable`` (the sink spools), an error the server
-answers with is ``StoreError``.
+the server, or an answer that may pass later (``base.is_transient``: busy,
+full, not writable), is ``StoreUnavailable`` (the sink spools); any other
+error the server answers with is ``StoreError``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 from typing import Any, Mapping
 from urllib.parse import unquote, urlparse
 
-from .base import StoreError, StoreUnavailable, checked_identifier, checked_token, parse_json_each_row
+from .base import StoreError, StoreUnavailable, checked_identifier, checked_token, is_transient, parse_json_each_row
 
 DEFAULT_DATABASE = "promptprism"
 # Connecting is quick or it is not going to work: fail over to the spool fast.
@@ -22,11 +23,7 @@ CONNECT_TIMEOUT_SECONDS = 3
 # a receiver must not hang behind a stalled server for clickhouse-connect's
 # default 300 s.
 SEND_RECEIVE_TIMEOUT_SECONDS = 30
-# Server answers that mean "try again later" rather than "this is wrong":
-# TIMEOUT_EXCEEDED, TOO_MANY_SIMULTANEOUS_QUERIES, MEMORY_LIMIT_EXCEEDED,
-# TOO_MANY_PARTS, NETWORK_ERROR, SOCKET_TIMEOUT, ALL_CONNECTION_TRIES_FAILED,
-# TABLE_IS_READ_ONLY, KEEPER_EXCEPTION.
-RETRYABLE_SERVER_CODES = {159, 202, 241, 252, 210, 209, 279, 242, 999}
+
 
 
 def parse_url(url: str) -> dict[str, Any]:
@@ -115,7 +112,7 @@ class ServerStore:
         if isinstance(error, StoreError):
             return error
         code = _server_code(error)
-        if isinstance(error, OperationalError) and code is None or code in RETRYABLE_SERVER_CODES:
+        if isinstance(error, OperationalError) and code is None or is_transient(str(error), code):
             with self._lock:
                 self._client_instance = None  # reconnect next time
             return StoreUnavailable(f"ClickHouse at {self._arguments['host']}:{self._arguments['port']}: {error}")

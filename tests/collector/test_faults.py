@@ -7,12 +7,18 @@ answered with a retryable code, never accepted and dropped.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import subprocess
 import threading
+from pathlib import Path
 
 import grpc
 import httpx
 import pytest
 from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.sdk.trace.export import SpanExportResult
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 from promptprism.collector.app import Collector
@@ -120,5 +126,88 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(tmp_path):
         assert missing == []
         one = httpx.get(f"{ui}/api/traces/{acknowledged[0]}").json()
         assert len(one["requests"]) == 1 and one["requests"][0]["prompt"]["mapped"] is True
+    finally:
+        assert collector.stop() == 0
+
+
+@contextlib.contextmanager
+def unwritable(directory: Path):
+    """``directory`` and everything under it cannot be written, for root too, while the block runs.
+
+    chmod does not stop root (CI runs as root), so as root the files and
+    directories are made immutable (chattr +i: creating, renaming, writing
+    and deleting all fail with EPERM until it is lifted); otherwise their
+    write bits go. Skips where neither takes effect (a filesystem without
+    immutable flags, such as tmpfs or overlayfs).
+    """
+    root = os.geteuid() == 0
+    if root:
+        command = shutil.which("chattr")
+        if command is None:
+            pytest.skip("chattr not installed: cannot make a directory unwritable for root")
+        subprocess.run([command, "-R", "-f", "+i", str(directory)], check=False)
+    else:
+        subprocess.run(["chmod", "-R", "a-w", str(directory)], check=True)
+    try:
+        probe = directory / "probe"
+        try:
+            probe.write_bytes(b"")
+        except OSError:
+            pass
+        else:
+            probe.unlink()
+            pytest.skip(f"{directory} stays writable here (filesystem without immutable flags?)")
+        yield
+    finally:
+        if root:
+            subprocess.run([command, "-R", "-f", "-i", str(directory)], check=False)
+        else:
+            subprocess.run(["chmod", "-R", "u+w", str(directory)], check=True)
+
+
+def _prompt_spans() -> list:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider, tracer = tracer_for(memory)
+    emit_prompt(tracer, PARTS)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def test_an_unwritable_data_directory_is_answered_retryable_and_nothing_is_dropped(tmp_path):
+    """Issue 14, must fix 3: the store and the spool cannot write; exporters are told to retry, and
+    the export an OTel SDK exporter kept retrying through the fault is stored once it is lifted."""
+    collector = CollectorProcess(tmp_path).start()
+    try:
+        grpc_export(collector, prompt_export())  # the store works
+        url = collector.endpoints()["otlp_http"] + "/v1/traces"
+        headers = {"Content-Type": "application/x-protobuf"}
+        spans = _prompt_spans()
+        trace_id = format(spans[0].context.trace_id, "032x")
+        results = []
+        with unwritable(collector.data_dir):
+            with pytest.raises(grpc.RpcError) as refused:
+                grpc_export(collector, prompt_export())
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # not INTERNAL: the SDK retries it
+            assert "google.rpc.retryinfo-bin" in dict(refused.value.trailing_metadata())
+            answer = httpx.post(url, content=prompt_export(), headers=headers, timeout=30)
+            assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
+
+            sdk_exporter = exporter(collector, "http", timeout=300)
+            sending = threading.Thread(target=lambda: results.append(sdk_exporter.export(spans)))
+            sending.start()
+
+            def refused_again() -> bool:
+                metrics = httpx.get(collector.ui + "/metrics", timeout=30).text
+                return (metric_value(metrics, "promptprism_collector_exports_total", transport="http",
+                                     outcome="backpressure") or 0) >= 2
+            wait_until(refused_again, timeout=120, message="the SDK exporter's export was not refused")
+        sending.join(timeout=300)
+        assert results == [SpanExportResult.SUCCESS]
+        assert httpx.get(f"{collector.ui}/api/traces/{trace_id}", timeout=30).status_code == 200
+        metrics = httpx.get(collector.ui + "/metrics", timeout=30).text
+        assert not metric_value(metrics, "promptprism_collector_exports_total", transport="http", outcome="error")
+        assert not metric_value(metrics, "promptprism_collector_exports_total", transport="grpc", outcome="error")
     finally:
         assert collector.stop() == 0
