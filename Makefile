@@ -36,6 +36,7 @@ test: $(STAMP) browser
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/read_load.py
 
 clean:
 	rm -rf $(VENV) promptprism-data .pytest_cache

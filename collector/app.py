@@ -30,6 +30,7 @@ from starlette.routing import Route
 from .config import CollectorConfig
 from .metrics import Metrics
 from .read.api import api_routes
+from .read_limits import ReadGate, ReadStore
 from .read.insight.routes import insight_routes
 from .read.inspector import inspector_routes
 from .read.inspector.pages import Pages
@@ -145,8 +146,9 @@ def ui_app(store, *, metrics: Metrics, token: str | None, ready: threading.Event
     pages = Pages()
     # A path or method no route takes: JSON under /api/, the styled error page elsewhere.
     handler = not_found(pages)
-    app = Starlette(routes=routes + read_side_routes(store, pages),
-                    exception_handlers={404: handler, 405: handler})
+    # Readers must not starve ingest: bounded read requests, bounded read queries (read_limits).
+    app = ReadGate(Starlette(routes=routes + read_side_routes(ReadStore(store), pages),
+                             exception_handlers={404: handler, 405: handler}))
     return UiTokenGuard(app, token) if token else app
 
 

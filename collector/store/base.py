@@ -82,8 +82,9 @@ class Store(Protocol):
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         """Run a statement that returns nothing (DDL, OPTIMIZE, …)."""
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a SELECT and return its rows as dicts."""
+    def query(self, sql: str, params: Mapping[str, Any] | None = None, *,
+              settings: Mapping[str, int | str] | None = None) -> list[dict[str, Any]]:
+        """Run a SELECT and return its rows as dicts; ``settings``: ClickHouse settings of this query only."""
 
     def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
         """Insert a pyarrow.Table (column names = table columns) into ``database.table``.
@@ -122,6 +123,21 @@ def checked_token(token: str) -> str:
     if not _TOKEN.fullmatch(token):
         raise ValueError(f"{token!r} is not a deduplication token")
     return token
+
+
+_SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def settings_clause(settings: Mapping[str, int | str]) -> str:
+    """`` SETTINGS a = 1, b = 'x'`` for the end of a SELECT; names validated, values integers or quoted."""
+    parts = []
+    for name, value in settings.items():
+        if not _SETTING_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a setting name")
+        if isinstance(value, bool) or not isinstance(value, int):
+            value = "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        parts.append(f"{name} = {value}")
+    return " SETTINGS " + ", ".join(parts) if parts else ""
 
 
 def parse_json_each_row(payload: bytes) -> list[dict[str, Any]]:

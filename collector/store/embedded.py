@@ -6,6 +6,7 @@ its store and read commands go through the collector's API.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Any, Mapping
@@ -18,6 +19,7 @@ from .base import (
     column_list,
     is_transient,
     parse_json_each_row,
+    settings_clause,
 )
 
 # chdb settings applied once per session: integers as JSON numbers, so rows
@@ -38,8 +40,9 @@ class EmbeddedStore:
         except Exception as error:  # another process holds the directory, …
             raise StoreUnavailable(f"cannot open embedded store at {self.data_dir}: {error}") from error
         # chdb sessions tolerate concurrent reads, but an insert must not
-        # interleave with a SET; one lock keeps statements whole.
-        self._lock = threading.RLock()
+        # interleave with a SET; one lock keeps statements whole, and serves
+        # a waiting insert before waiting reads so readers cannot starve ingest.
+        self._lock = WriterFirstLock()
         for statement in _SESSION_SETTINGS:
             self._session.query(statement)
         self.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
@@ -62,7 +65,12 @@ class EmbeddedStore:
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         self._run(sql, "CSV", params)
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None, *,
+              settings: Mapping[str, int | str] | None = None) -> list[dict[str, Any]]:
+        if settings:
+            # A trailing SETTINGS clause applies to this query only (chdb's
+            # Session.query takes none); a comment or a ';' at the end would hide it.
+            sql = sql.rstrip().rstrip(";") + "\n" + settings_clause(settings).lstrip()
         return parse_json_each_row(self._run(sql, "JSONEachRow", params))
 
     def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
@@ -78,10 +86,11 @@ class EmbeddedStore:
             f" SELECT * FROM Python(data){settings}",
             "CSV",
             None,
+            writer=True,
         )
 
-    def _run(self, sql: str, fmt: str, params: Mapping[str, Any] | None) -> bytes:
-        with self._lock:
+    def _run(self, sql: str, fmt: str, params: Mapping[str, Any] | None, *, writer: bool = False) -> bytes:
+        with self._lock.hold(writer=writer):
             try:
                 if params:
                     result = self._session.query(sql, fmt, params=dict(params))
@@ -95,5 +104,38 @@ class EmbeddedStore:
         return result.bytes()
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock.hold(writer=True):
             self._session.close()
+
+
+class WriterFirstLock:
+    """One statement at a time (reentrant); a waiting writer goes before waiting readers."""
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._owner: int | None = None
+        self._depth = 0
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def hold(self, *, writer: bool = False):
+        me = threading.get_ident()
+        with self._condition:
+            if self._owner == me:
+                self._depth += 1
+            else:
+                self._writers_waiting += writer
+                try:
+                    while self._owner is not None or (not writer and self._writers_waiting):
+                        self._condition.wait()
+                finally:
+                    self._writers_waiting -= writer
+                self._owner, self._depth = me, 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._depth -= 1
+                if not self._depth:
+                    self._owner = None
+                    self._condition.notify_all()

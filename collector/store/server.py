@@ -132,11 +132,12 @@ class ServerStore:
         except Exception as error:
             raise self._translate(error) from error
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None, *,
+              settings: Mapping[str, int | str] | None = None) -> list[dict[str, Any]]:
         try:
             payload = self._client().raw_query(
                 sql, parameters=dict(params) if params else None, fmt="JSONEachRow",
-                settings={"output_format_json_quote_64bit_integers": 0})
+                settings={"output_format_json_quote_64bit_integers": 0, **(settings or {})})
         except Exception as error:
             raise self._translate(error) from error
         return parse_json_each_row(payload)

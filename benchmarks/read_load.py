@@ -1,0 +1,93 @@
+"""Ingest under read load: does the read side starve ingestion? (issue 14, must fix 5)
+
+A real collector (embedded store in a temporary directory) first takes a
+preload of exports, so reads have rows to scan; then ingest is measured
+twice for the same number of exports, over loopback gRPC:
+
+1. ``unloaded`` — ingest alone;
+2. ``loaded``   — ingest while READERS client threads loop over ``/overview``,
+   ``/api/requests?limit=1000`` and ``/api/insight/cache``.
+
+Prints spans/s for both, the ratio loaded / unloaded (goal ≥ 0.70) and
+what the readers got (answers by status: a busy read side answers 503).
+Run: ``python benchmarks/read_load.py [--exports N] [--preload N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ingest import SPANS_PER_BATCH, build_batch, drive, free_port  # noqa: E402
+
+from promptprism.collector.app import Collector  # noqa: E402
+from promptprism.collector.config import CollectorConfig  # noqa: E402
+
+READERS = 4
+READ_PATHS = ("/overview", "/api/requests?limit=1000", "/api/insight/cache")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--exports", type=int, default=12, help="exports per measured run")
+    parser.add_argument("--preload", type=int, default=8, help="exports stored before measuring")
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        config = CollectorConfig.load({
+            "data_dir": directory, "otlp_grpc_address": f"127.0.0.1:{free_port()}",
+            "otlp_http_address": f"127.0.0.1:{free_port()}", "ui_address": f"127.0.0.1:{free_port()}"},
+            environ={})
+        with Collector(config) as collector:
+            target = collector.endpoints()["otlp_grpc"].removeprefix("http://")
+            ui = collector.endpoints()["ui"]
+            number = iter(range(1_000_000))
+            drive(target, [build_batch(next(number)) for _ in range(arguments.preload)])
+
+            def run() -> float:
+                payloads = [build_batch(next(number)) for _ in range(arguments.exports)]
+                seconds = drive(target, payloads)
+                return arguments.exports * SPANS_PER_BATCH / seconds
+
+            unloaded = run()
+            stop = threading.Event()
+            answers: collections.Counter = collections.Counter()
+
+            def reader(offset: int) -> None:
+                with httpx.Client(base_url=ui, timeout=120) as client:
+                    index = offset
+                    while not stop.is_set():
+                        path = READ_PATHS[index % len(READ_PATHS)]
+                        index += 1
+                        try:
+                            answers[(path.split("?")[0], client.get(path).status_code)] += 1
+                        except httpx.HTTPError as error:
+                            answers[(path.split("?")[0], type(error).__name__)] += 1
+
+            readers = [threading.Thread(target=reader, args=(offset,)) for offset in range(READERS)]
+            for thread in readers:
+                thread.start()
+            time.sleep(1.0)  # the readers are busy before ingest starts
+            try:
+                loaded = run()
+            finally:
+                stop.set()
+                for thread in readers:
+                    thread.join()
+    print(f"unloaded ingest: {unloaded:8.0f} spans/s")
+    print(f"loaded ingest:   {loaded:8.0f} spans/s  ({READERS} readers)")
+    print(f"ratio loaded / unloaded: {loaded / unloaded:.2f}  (goal >= 0.70)")
+    for (path, status), count in sorted(answers.items(), key=str):
+        print(f"  reads {path} -> {status}: {count}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Bounds on the read side, so that readers cannot starve ingestion (issue 14).
+
+Reads and ingest share the store and two cores. Two bounds keep ingest
+going under read load:
+
+- ``ReadGate`` (ASGI middleware on the UI server): at most
+  ``MAX_RUNNING_READS`` read requests run at once and ``MAX_WAITING_READS``
+  wait; past that the answer is 503 with Retry-After at once, so a burst of
+  readers queues briefly instead of piling up work.
+- ``ReadStore`` (the store the read side is given): every read query runs
+  with ``READ_QUERY_SETTINGS`` — one thread, a time limit and a memory
+  limit — so one heavy query cannot take both cores or the memory ingest
+  needs. The embedded store also serves a waiting insert before waiting
+  reads (``store.embedded``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping
+
+from starlette.responses import JSONResponse
+
+# Read requests running at once: one per core, so ingest always has a core
+# while the read side is busy.
+MAX_RUNNING_READS = 2
+# Read requests waiting for a place; a dashboard refresh fires about a dozen
+# at once. Past it the reader is told to come back (503 + Retry-After).
+MAX_WAITING_READS = 16
+# What a busy read side asks the client to wait before retrying.
+READ_RETRY_AFTER_SECONDS = 1
+# Paths that are never gated: probes and scrapes are cheap and must answer
+# while the read side is busy.
+UNGATED_PATHS = frozenset({"/healthz", "/metrics"})
+# Settings of every read-side query. One thread: a dashboard query on 2 cores
+# must leave one to ingest. 30 s: no page waits longer, and a runaway query
+# must not hold the store. 1 GiB: a query past it fails alone, the
+# collector process does not.
+READ_QUERY_SETTINGS: dict[str, int] = {
+    "max_threads": 1,
+    "max_execution_time": 30,
+    "max_memory_usage": 1024 * 1024 * 1024,
+}
+
+
+class ReadGate:
+    """ASGI middleware: a bounded number of read requests run, a bounded number wait, the rest get 503."""
+
+    def __init__(self, app, *, running: int | None = None, waiting: int | None = None):
+        self.app = app
+        self.running = MAX_RUNNING_READS if running is None else running
+        self.waiting_limit = MAX_WAITING_READS if waiting is None else waiting
+        self._places: asyncio.Semaphore | None = None  # made on the server's event loop
+        self.waiting = 0
+        self.refused = 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in UNGATED_PATHS:
+            return await self.app(scope, receive, send)
+        if self._places is None:
+            self._places = asyncio.Semaphore(self.running)
+        if self._places.locked():
+            if self.waiting >= self.waiting_limit:
+                self.refused += 1
+                response = JSONResponse({"error": "the read side is busy, retry later"}, status_code=503,
+                                        headers={"Retry-After": str(READ_RETRY_AFTER_SECONDS)})
+                return await response(scope, receive, send)
+        self.waiting += 1
+        try:
+            await self._places.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            self._places.release()
+
+
+class ReadStore:
+    """The store as the read side sees it: every query with ``READ_QUERY_SETTINGS``."""
+
+    def __init__(self, store: Any, settings: Mapping[str, int] | None = None):
+        self._store = store
+        self.settings = dict(READ_QUERY_SETTINGS if settings is None else settings)
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._store.query(sql, params, settings=self.settings)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)

@@ -1,0 +1,126 @@
+"""Readers cannot starve ingestion (issue 14, must fix 5): the read side's bounds, tested by behaviour.
+
+The ingest rate under read load is measured by ``benchmarks/read_load.py``
+(a ratio, not asserted here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+import pyarrow as pa
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from promptprism.collector import app as collector_app
+from promptprism.collector import read_limits
+from promptprism.collector.read_limits import ReadGate, ReadStore
+from promptprism.collector.store.base import StoreError
+from promptprism.collector.store.embedded import WriterFirstLock
+from support import wait_until
+
+
+def _held_app():
+    """An app whose /held requests wait until released; /quick answers at once."""
+    release = asyncio.Event()
+    started = []
+
+    async def held(request):
+        started.append(1)
+        await release.wait()
+        return PlainTextResponse("done")
+
+    async def quick(request):
+        return PlainTextResponse("quick")
+
+    app = Starlette(routes=[Route("/held", held), Route("/quick", quick), Route("/healthz", quick)])
+    return app, release, started
+
+
+def test_the_gate_runs_a_bounded_number_queues_a_bounded_number_and_refuses_the_rest():
+    async def scenario():
+        inner, release, started = _held_app()
+        gate = ReadGate(inner, running=1, waiting=1)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://test") as client:
+            running = asyncio.create_task(client.get("/held"))
+            while not started:
+                await asyncio.sleep(0)
+            waiting = asyncio.create_task(client.get("/quick"))
+            while not gate.waiting:
+                await asyncio.sleep(0)
+            refused = await client.get("/quick")
+            assert refused.status_code == 503
+            assert refused.headers["Retry-After"] == str(read_limits.READ_RETRY_AFTER_SECONDS)
+            probe = await client.get("/healthz")  # probes are never gated
+            assert probe.status_code == 200
+            release.set()
+            assert (await running).status_code == 200 and (await waiting).status_code == 200
+            assert (await client.get("/quick")).status_code == 200
+            assert gate.refused == 1
+
+    asyncio.run(scenario())
+
+
+def test_read_queries_run_with_the_read_settings(store):
+    reader = ReadStore(store)
+    row = reader.query("SELECT getSetting('max_threads') AS threads, getSetting('max_execution_time') AS seconds, "
+                       "getSetting('max_memory_usage') AS memory -- a trailing comment;")[0]
+    assert (int(row["threads"]), float(row["seconds"]), int(row["memory"])) == (
+        read_limits.READ_QUERY_SETTINGS["max_threads"], read_limits.READ_QUERY_SETTINGS["max_execution_time"],
+        read_limits.READ_QUERY_SETTINGS["max_memory_usage"])
+    # Other queries (the writer's) keep the session's own settings: no time limit.
+    assert float(store.query("SELECT getSetting('max_execution_time') AS seconds")[0]["seconds"]) == 0
+
+
+def test_a_read_query_past_its_memory_limit_fails_alone(store):
+    reader = ReadStore(store, {"max_memory_usage": 10 * 1024 * 1024, "max_threads": 1})
+    with pytest.raises(StoreError):
+        reader.query("SELECT groupArray(number) AS numbers FROM numbers(20000000)")
+    assert store.query("SELECT 1 AS one") == [{"one": 1}]
+
+
+def test_the_ui_gives_the_read_side_the_gated_store(monkeypatch):
+    given = []
+    monkeypatch.setattr(collector_app, "read_side_routes", lambda store, pages: given.append(store) or [])
+    app = collector_app.ui_app(object(), metrics=None, token=None, ready=threading.Event())
+    assert isinstance(app, ReadGate)
+    assert isinstance(given[0], ReadStore) and given[0].settings == read_limits.READ_QUERY_SETTINGS
+
+
+def test_a_waiting_insert_goes_before_waiting_reads():
+    lock = WriterFirstLock()
+    order = []
+    holder_in, holder_release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock.hold():
+            holder_in.set()
+            holder_release.wait(30)
+
+    def statement(name, writer):
+        with lock.hold(writer=writer):
+            order.append(name)
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    holder_in.wait(30)
+    readers = [threading.Thread(target=statement, args=(f"read{index}", False)) for index in range(3)]
+    for reader in readers:
+        reader.start()
+    writer = threading.Thread(target=statement, args=("insert", True))
+    writer.start()
+    wait_until(lambda: lock._writers_waiting == 1, message="the insert did not queue")
+    holder_release.set()
+    for thread in [*threads, *readers, writer]:
+        thread.join(30)
+    assert order[0] == "insert" and sorted(order[1:]) == ["read0", "read1", "read2"]
+
+
+def test_the_embedded_store_inserts_and_reads_under_the_lock(store):
+    store.execute(f"CREATE TABLE {store.database}.lock_probe (a UInt32) ENGINE = MergeTree ORDER BY a")
+    store.insert("lock_probe", pa.table({"a": pa.array([1, 2], pa.uint32())}))
+    assert store.query(f"SELECT count() AS n FROM {store.database}.lock_probe") == [{"n": 2}]
