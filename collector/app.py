@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .config import CollectorConfig
+from .config import LOOPBACK_NAMES, PROMPTPRISM_UI_ALLOWED_HOSTS, WILDCARD_HOSTS, CollectorConfig, is_loopback
 from .metrics import Metrics
 from .read.api import api_routes
 from .read_limits import ReadGate, ReadStore
@@ -132,6 +132,48 @@ class UiTokenGuard:
         await response(scope, receive, send)
 
 
+class HostGuard:
+    """ASGI middleware: answer only requests whose Host names this server (DNS rebinding).
+
+    A page on another site can make a browser resolve its own name to
+    127.0.0.1 and read the UI as same-origin; the Host header still carries
+    that name, so a request naming a host outside ``allowed`` is refused.
+    Probes and scrapes (OPEN_PATHS) carry no content and are not checked.
+    """
+
+    def __init__(self, app, allowed: frozenset[str]):
+        self.app, self.allowed = app, allowed
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        host = Request(scope).headers.get("host")
+        if host is None or host_name(host) in self.allowed:
+            return await self.app(scope, receive, send)
+        response = JSONResponse({"error": f"this server does not answer for that Host; list it in "
+                                          f"{PROMPTPRISM_UI_ALLOWED_HOSTS}"}, status_code=421)
+        await response(scope, receive, send)
+
+
+def host_name(header: str) -> str:
+    """``example.org:4380`` → ``example.org``; ``[::1]:4380`` → ``::1``; lowercase."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1:text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+def ui_allowed_hosts(config: CollectorConfig) -> frozenset[str] | None:
+    """The Host names the UI answers: the configured list, else the bound address and, bound to a
+    loopback address, the loopback names; None (any) when bound to every address without a list."""
+    if config.ui_allowed_hosts:
+        return frozenset(config.ui_allowed_hosts)
+    host = config.ui_address[0].lower()
+    if host in WILDCARD_HOSTS:
+        return None
+    return frozenset({host, *LOOPBACK_NAMES}) if is_loopback(host) else frozenset({host})
+
+
 def ui_app(store, *, metrics: Metrics, token: str | None, ready: threading.Event):
     async def healthz(request: Request) -> JSONResponse:
         if not ready.is_set():
@@ -175,8 +217,17 @@ class Collector:
                 self.store = open_store(config)
             self.sink = open_sink(self.metrics.timed(self.store), data_dir=config.data_dir,
                                   spool_max_bytes=config.spool_max_bytes)
-            self.ui = ServerThread(ui_app(self.store, metrics=self.metrics, token=config.ui_token, ready=self.ready),
-                                   *config.ui_address, name="ui", **tls)
+            for exposure in config.unauthenticated_exposure():  # allowed by --allow-unauthenticated
+                logger.warning("UNAUTHENTICATED: %s; anyone who can reach it can send data or read every prompt",
+                               exposure)
+            if config.otlp_grpc_address[0] == "0.0.0.0":
+                logger.warning("OTLP/gRPC on 0.0.0.0 listens on IPv6 (::) too: grpcio binds every wildcard "
+                               "address dual-stack; give an interface's address to listen on IPv4 only")
+            app = ui_app(self.store, metrics=self.metrics, token=config.ui_token, ready=self.ready)
+            allowed = ui_allowed_hosts(config)
+            if allowed is not None:
+                app = HostGuard(app, allowed)
+            self.ui = ServerThread(app, *config.ui_address, name="ui", **tls)
             self.ui.start()
             ingest = Ingest(self.sink, self.metrics, self._conversion_pool())
             self.http = ServerThread(traces_app(ingest, token=config.ingest_token,

@@ -7,6 +7,7 @@ strictly at start-up: a bad value is a clear error before anything listens.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, fields
@@ -27,6 +28,11 @@ PROMPTPRISM_TLS_CERT_FILE = "PROMPTPRISM_TLS_CERT_FILE"
 PROMPTPRISM_TLS_KEY_FILE = "PROMPTPRISM_TLS_KEY_FILE"
 PROMPTPRISM_SPOOL_MAX_BYTES = "PROMPTPRISM_SPOOL_MAX_BYTES"
 PROMPTPRISM_INGEST_WORKERS = "PROMPTPRISM_INGEST_WORKERS"
+# Exposure (issue 14): a listener on a non-loopback address needs its token
+# unless this says otherwise; the UI answers only the Host names listed here
+# (default: the names of the address it is bound to).
+PROMPTPRISM_ALLOW_UNAUTHENTICATED = "PROMPTPRISM_ALLOW_UNAUTHENTICATED"
+PROMPTPRISM_UI_ALLOWED_HOSTS = "PROMPTPRISM_UI_ALLOWED_HOSTS"
 # README "Deploying": a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
 # tables + Distributed tables under the usual names); server store only.
 PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
@@ -80,7 +86,35 @@ SETTINGS: dict[str, Setting] = {
                               f"{MAX_DEFAULT_INGEST_WORKERS}); 0 converts in the collector process"),
     "clickhouse_cluster": Setting(PROMPTPRISM_CLICKHOUSE_CLUSTER, None,
                                   "ClickHouse cluster name: ON CLUSTER DDL, Replicated + Distributed tables"),
+    "allow_unauthenticated": Setting(PROMPTPRISM_ALLOW_UNAUTHENTICATED, False,
+                                     "serve a non-loopback address without its token (a switch; warned loudly)"),
+    "ui_allowed_hosts": Setting(PROMPTPRISM_UI_ALLOWED_HOSTS, None,
+                                "comma-separated Host names the UI and API answer (default: the bound address's)"),
 }
+# Names that always mean this machine (a Host header's hostname, lowercase).
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback IP addresses: only this machine can connect."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+def parse_switch(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected true or false")
 
 
 class ConfigError(ValueError):
@@ -162,6 +196,8 @@ class CollectorConfig:
     spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES
     clickhouse_cluster: str | None = None
     ingest_workers: int = 0
+    allow_unauthenticated: bool = False
+    ui_allowed_hosts: tuple[str, ...] | None = None
 
     @property
     def tls(self) -> bool:
@@ -189,7 +225,7 @@ class CollectorConfig:
         for name, path in (("tls_cert_file", cert), ("tls_key_file", key)):
             if path is not None and not os.path.isfile(path):
                 raise ConfigError(f"{SETTINGS[name].env}={path!r}: no such file")
-        return cls(
+        config = cls(
             store=store,
             data_dir=str(raw["data_dir"]),
             retention_days=parse_positive_int("retention_days", raw["retention_days"]),
@@ -204,7 +240,28 @@ class CollectorConfig:
             spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"]),
             clickhouse_cluster=cluster,
             ingest_workers=parse_ingest_workers(raw["ingest_workers"]),
+            allow_unauthenticated=parse_switch("allow_unauthenticated", raw["allow_unauthenticated"]),
+            ui_allowed_hosts=tuple(name.strip().lower().strip("[]") for name in str(raw["ui_allowed_hosts"]).split(",")
+                                   if name.strip()) or None if raw["ui_allowed_hosts"] else None,
         )
+        exposed = config.unauthenticated_exposure()
+        if exposed and not config.allow_unauthenticated:
+            raise ConfigError(
+                f"{'; '.join(exposed)}: anyone who can reach it could send data or read every prompt. "
+                f"Set the token, bind 127.0.0.1, or pass --allow-unauthenticated "
+                f"({PROMPTPRISM_ALLOW_UNAUTHENTICATED}=true) if the network in front is trusted")
+        return config
+
+    def unauthenticated_exposure(self) -> list[str]:
+        """Each listener on a non-loopback address that has no token, described."""
+        found = []
+        for name, (host, _), token, token_env in (
+                ("otlp_grpc_address", self.otlp_grpc_address, self.ingest_token, PROMPTPRISM_INGEST_TOKEN),
+                ("otlp_http_address", self.otlp_http_address, self.ingest_token, PROMPTPRISM_INGEST_TOKEN),
+                ("ui_address", self.ui_address, self.ui_token, PROMPTPRISM_UI_TOKEN)):
+            if not token and not is_loopback(host):
+                found.append(f"{SETTINGS[name].env} binds {host or '*'} (not loopback) without {token_env}")
+        return found
 
 
 _check_fields_match()

@@ -29,6 +29,10 @@ def register(subparsers) -> None:
     )
     for name, setting in SETTINGS.items():
         shown = "unset" if setting.default is None else setting.default
+        if setting.default is False:  # a switch: the flag alone turns it on
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, action="store_const",
+                                const=True, help=f"{setting.help} [env {setting.env}=true; default off]")
+            continue
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, metavar="VALUE",
                             help=f"{setting.help} [env {setting.env}; default {shown}]")
     parser.set_defaults(handler=run)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from promptprism.collector.config import DEFAULT_RECEIVE_LIMIT_BYTES, CollectorConfig
+from promptprism.collector.config import DEFAULT_RECEIVE_LIMIT_BYTES, CollectorConfig, ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -62,7 +62,11 @@ def test_collector_points_at_clickhouse_and_its_config_loads(compose):
         environment = services[name]["environment"]
         store = environment["PROMPTPRISM_STORE"]
         assert re.fullmatch(r"http://promptprism:[^@]+@clickhouse:8123/promptprism", store)
-        config = CollectorConfig.load(environ={key: str(value) for key, value in environment.items()})
+        environ = {key: str(value) for key, value in environment.items()}
+        with pytest.raises(ConfigError):  # 0.0.0.0 in the container: no start without the tokens
+            CollectorConfig.load(environ=environ)
+        config = CollectorConfig.load(environ={**environ, "PROMPTPRISM_INGEST_TOKEN": "i", "PROMPTPRISM_UI_TOKEN": "u"})
+        assert CollectorConfig.load(environ={**environ, "PROMPTPRISM_ALLOW_UNAUTHENTICATED": "true"})
         assert config.store == store
         assert config.otlp_grpc_address == ("0.0.0.0", 4317) and config.ui_address == ("0.0.0.0", 4380)
         assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
