@@ -28,6 +28,9 @@ from .rows import TableSet, build_tables
 
 ENCODING_PROTOBUF = "protobuf"
 ENCODING_JSON = "json"
+# What the sender is told when its payload decodes but a value in it breaks the
+# conversion (a bug of ours, triggered by that payload alone): retrying cannot help.
+UNCONVERTIBLE = "cannot convert the export: a value in it cannot be read"
 KIND_TRACES = "traces"
 KIND_LOGS = "logs"
 

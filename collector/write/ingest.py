@@ -17,7 +17,7 @@ Outcomes:
 - ``RETRY``: not stored, try again after ``retry_after_seconds`` (the store is
   down and the spool full, the receiver is full, every worker is busy, a
   worker died mid-export);
-- ``REFUSED``: the store refused the rows for good (or they cannot be laid out);
+- ``REFUSED``: the store refused the rows for good (data it can never accept);
 - ``TOO_LARGE``, ``UNAUTHENTICATED``, ``UNSUPPORTED``: what the receivers
   themselves decide before a payload reaches ``export``.
 """
@@ -31,7 +31,15 @@ from .._logsafe import RateLimitedLog, describe_exception, describe_store_error
 from ..metrics import Metrics
 from ..otlp import MalformedPayload
 from ..store.base import StoreError
-from .convert import ENCODING_JSON, ENCODING_PROTOBUF, KIND_LOGS, KIND_TRACES, LOGS_TOKEN_PREFIX, ConvertedExport
+from .convert import (
+    ENCODING_JSON,
+    ENCODING_PROTOBUF,
+    KIND_LOGS,
+    KIND_TRACES,
+    LOGS_TOKEN_PREFIX,
+    UNCONVERTIBLE,
+    ConvertedExport,
+)
 from .convert import convert as convert_in_process
 from .sink import Backpressure
 
@@ -120,6 +128,6 @@ class Ingest:
             return convert_in_process(signal, payload, encoding)
         except MalformedPayload:
             raise
-        except Exception as error:  # a value the columns cannot hold: this export only
+        except Exception as error:  # a value the columns cannot hold: this export only, and for good
             self.bad_payloads.warning("cannot convert an OTLP %s export: %s", signal, describe_exception(error))
-            raise StoreError("cannot convert the export") from None
+            raise MalformedPayload(UNCONVERTIBLE) from None

@@ -58,7 +58,8 @@ def reassemble(spans: Iterable[DecodedSpan]) -> tuple[list[RequestRecord], dict[
 
 def is_request(span: DecodedSpan) -> bool:
     attributes = span.attributes
-    if attributes.get(names.GEN_AI_OPERATION_NAME) in _NOT_REQUESTS:
+    operation = attributes.get(names.GEN_AI_OPERATION_NAME)
+    if isinstance(operation, str) and operation in _NOT_REQUESTS:  # a list or map value is not hashable
         return False
     for key in attributes:
         if key.startswith(("promptprism.", "gen_ai.")):
@@ -190,7 +191,7 @@ def _block(attributes: dict) -> tuple[int, Block] | None:
         if len(sha256) != SHA256_HEX_LENGTH or sha256.strip(_HEX_DIGITS):
             return None
     stability = get(_STABILITY)
-    if stability not in _STABILITIES:
+    if not isinstance(stability, str) or stability not in _STABILITIES:
         stability = names.STABILITY_UNKNOWN
     # The flag only means something beside content: without text there is nothing redacted to show.
     redacted = content is not None and get(_REDACTED) is True

@@ -37,8 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from .._logsafe import describe_exception
 from ..otlp import MalformedPayload
-from ..store.base import StoreError
-from .convert import ConvertedExport, convert, from_wire, to_wire
+from .convert import UNCONVERTIBLE, ConvertedExport, convert, from_wire, to_wire
 from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
@@ -135,7 +134,7 @@ class ConversionPool:
         return list((executor._processes or {}).keys())  # no public accessor in concurrent.futures
 
     def convert(self, kind: str, payload: bytes, encoding: str) -> ConvertedExport:
-        """Convert in a worker. Raises MalformedPayload, Backpressure or StoreError."""
+        """Convert in a worker. Raises MalformedPayload or Backpressure."""
         with self._lock:
             if self._in_flight >= self.max_in_flight:
                 raise Backpressure("every ingest worker is busy", WORKER_RETRY_AFTER_SECONDS)
@@ -158,7 +157,9 @@ class ConversionPool:
         if outcome[0] == _MALFORMED:
             raise MalformedPayload(outcome[1])
         logger.error("an ingest worker failed to convert an export: %s", outcome[1])
-        raise StoreError("cannot convert the export")
+        # The payload's own values made the conversion fail: sending it again fails
+        # again, so it is refused as unreadable (400 / INVALID_ARGUMENT), not INTERNAL.
+        raise MalformedPayload(UNCONVERTIBLE)
 
     def _current(self) -> ProcessPoolExecutor:
         with self._lock:
