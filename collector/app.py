@@ -124,7 +124,9 @@ class UiTokenGuard:
         presented = next((value for key, value in query if key == TOKEN_QUERY), None)
         if presented is not None and authorized(self.token, f"Bearer {presented}"):
             rest = urlencode([(key, value) for key, value in query if key != TOKEN_QUERY])
-            response: Response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+            # Only ever to a path of this server: "//evil.example/" would be another site to the browser.
+            local_path = "/" + scope["path"].lstrip("/\\")
+            response: Response = RedirectResponse(local_path + (f"?{rest}" if rest else ""), status_code=303)
             response.set_cookie(TOKEN_COOKIE, presented, httponly=True, samesite="strict")
         else:
             response = JSONResponse({"error": "missing or wrong UI token (Authorization: Bearer …)"},

@@ -11,14 +11,16 @@ status table names.
 
 from __future__ import annotations
 
+import logging
 import zlib
 
 import anyio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .._logsafe import RateLimitedLog
 from ..otlp import MalformedPayload
 from ..write.ingest import (
     ENCODING_JSON,
@@ -35,6 +37,8 @@ from ..write.ingest import (
 )
 from .answers import JSON_TYPE, PROTOBUF_TYPE, http_answer
 from .auth import authorized
+
+logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
@@ -112,6 +116,7 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
     arriving = anyio.CapacityLimiter(MAX_ARRIVING_BODIES)
     held = _HeldBytes(HELD_RECEIVE_LIMITS * receive_limit_bytes)
+    disconnects = RateLimitedLog(logger)
     metrics = ingest.metrics
 
     def answer(outcome: ExportOutcome, encoding: str) -> Response:
@@ -159,6 +164,9 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
             except TimeoutError:
                 return answer(_full(signal, f"the body did not arrive within {BODY_READ_TIMEOUT_SECONDS:g} s"),
                               encoding)
+            except ClientDisconnect:  # nobody is left to answer: one rate-limited line, no traceback
+                disconnects.warning("an OTLP/HTTP client disconnected before sending its whole body")
+                return Response(status_code=400)
             finally:
                 arriving.release()
             body = b"".join(chunks)

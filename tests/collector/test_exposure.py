@@ -74,3 +74,13 @@ def test_a_configured_host_list_replaces_the_default(store, tmp_path):
         ui = collector.endpoints()["ui"]
         assert httpx.get(f"{ui}/api/requests", headers={"Host": "prompts.internal:4380"}).status_code == 200
         assert httpx.get(f"{ui}/api/requests", headers={"Host": f"127.0.0.1:{collector.ui.port}"}).status_code == 421
+
+
+def test_the_token_redirect_stays_on_this_server(store, tmp_path):
+    with running_collector(store, tmp_path, ui_token="t0k") as collector:
+        ui = collector.endpoints()["ui"]
+        for path in ("//evil.example/", "/\\evil.example/", "///evil.example/x"):
+            answer = httpx.get(f"{ui}{path}?token=t0k&a=1", follow_redirects=False)
+            assert answer.status_code == 303, path
+            location = answer.headers["location"]
+            assert location.startswith("/") and not location.startswith(("//", "/\\")), location

@@ -129,3 +129,17 @@ def test_a_body_that_does_not_arrive_in_time_is_answered_retryable(store, tmp_pa
         finally:
             connection.close()
         _export_through_the_sdk(store, collector)
+
+
+def test_a_client_that_disconnects_mid_body_is_one_rate_limited_line(store, tmp_path, caplog):
+    with running_collector(store, tmp_path) as collector:
+        endpoint = collector.endpoints()["otlp_http"]
+        for _ in range(3):
+            stalled_http_upload(endpoint).close()
+
+        def said() -> list:
+            return [record for record in caplog.records if "disconnected" in record.getMessage()]
+        wait_until(lambda: said(), message="the disconnect was not noticed")
+        _export_through_the_sdk(store, collector)
+    assert len(said()) == 1 and said()[0].exc_info is None
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]
