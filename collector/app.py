@@ -231,7 +231,7 @@ class Collector:
                 app = HostGuard(app, allowed)
             self.ui = ServerThread(app, *config.ui_address, name="ui", **tls)
             self.ui.start()
-            ingest = Ingest(self.sink, self.metrics, self._conversion_pool())
+            ingest = Ingest(self.sink, self.metrics, self._conversion_pool(), retention_days=config.retention_days)
             self.http = ServerThread(traces_app(ingest, token=config.ingest_token,
                                                 receive_limit_bytes=config.receive_limit_bytes),
                                      *config.otlp_http_address, name="otlp-http", **tls)

@@ -67,6 +67,10 @@ SINK_GAUGES = {
 SinkStats = Callable[[], Mapping[str, float]]
 
 
+OUTSIDE_RETENTION_PAST = "past"
+OUTSIDE_RETENTION_FUTURE = "future"
+
+
 class Metrics:
     """What the receivers and the ingest path count; ``render`` answers a scrape."""
 
@@ -79,6 +83,12 @@ class Metrics:
 
         self.spans_received = counter("spans_received", "spans accepted from OTLP exports")
         self.spans_rejected = counter("spans_rejected", "spans rejected with OTLP partial success (invalid ids)")
+        self.spans_outside_retention = counter(
+            "spans_outside_retention",
+            "spans stored (and counted in spans_received) dated outside what the store keeps and reads: "
+            "older than the retention (dropped at the next merge) or more than a day ahead", ("when",))
+        for when in (OUTSIDE_RETENTION_PAST, OUTSIDE_RETENTION_FUTURE):
+            self.spans_outside_retention.labels(when)  # both series from the start, at 0
         self.requests_received = counter("requests_received", "LLM request records reassembled")
         self.blocks_received = counter("blocks_received", "prompt blocks in mapped requests")
         self.unmapped = counter("unmapped", "requests stored without a block map, by reason", ("reason",))
@@ -113,6 +123,10 @@ class Metrics:
         self.blocks_received.inc(blocks)
         for reason, count in unmapped.items():
             self.unmapped.labels(reason).inc(count)
+
+    def spans_dated_outside_retention(self, past: int, future: int) -> None:
+        self.spans_outside_retention.labels(OUTSIDE_RETENTION_PAST).inc(past)
+        self.spans_outside_retention.labels(OUTSIDE_RETENTION_FUTURE).inc(future)
 
     def logs_accepted(self, genai_events: int, other_records: int, rejected: int, unjoinable: int) -> None:
         self.log_records_received.labels(LOG_KIND_GENAI_EVENT).inc(genai_events)

@@ -25,7 +25,10 @@ Outcomes:
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 from .._logsafe import RateLimitedLog, describe_exception, describe_store_error
 from ..metrics import Metrics
@@ -57,6 +60,10 @@ REFUSED = "refused"
 UNAUTHENTICATED = "unauthenticated"
 UNSUPPORTED = "unsupported"  # a Content-Type or Content-Encoding OTLP/HTTP does not define
 
+NANOSECONDS_PER_DAY = 86_400 * 10**9
+# Clocks disagree: a span up to a day ahead of ours is ordinary skew, not a bad date.
+FUTURE_TOLERANCE_NANOSECONDS = NANOSECONDS_PER_DAY
+
 
 @dataclass(frozen=True, slots=True)
 class ExportOutcome:
@@ -74,12 +81,14 @@ class ExportOutcome:
 
 
 class Ingest:
-    def __init__(self, sink, metrics: Metrics, pool=None):
+    def __init__(self, sink, metrics: Metrics, pool=None, *, retention_days: int | None = None):
         """``sink``: ``sink.Sink`` (or anything with its ``accept``);
-        ``pool``: a ``workers.ConversionPool``, or None to convert in the calling thread."""
+        ``pool``: a ``workers.ConversionPool``, or None to convert in the calling thread;
+        ``retention_days``: the tables' TTL, to count spans dated outside it (None: not counted)."""
         self.sink = sink
         self.metrics = metrics
         self.pool = pool
+        self.retention_days = retention_days
         self.bad_payloads = RateLimitedLog(logger)
 
     def export(self, payload: bytes, encoding: str, transport: str, signal: str = KIND_TRACES) -> ExportOutcome:
@@ -108,6 +117,7 @@ class Ingest:
                          describe_store_error(error))
             return ExportOutcome(REFUSED, signal, message="the store refused the data", payload_bytes=size)
         if signal == KIND_TRACES:
+            self._count_outside_retention(converted)
             self.metrics.batch_accepted(converted.received, converted.rejected, converted.requests,
                                         converted.mapped_blocks, converted.unmapped_reasons)
         else:
@@ -119,6 +129,21 @@ class Ingest:
                                       converted.error_message)
         return ExportOutcome(PARTIAL if converted.rejected else OK, signal, converted.received, converted.rejected,
                              converted.error_message, payload_bytes=size)
+
+    def _count_outside_retention(self, converted: ConvertedExport) -> None:
+        """Spans the store keeps but the retention drops at once (dated before it) or that no time
+        window reads yet (more than a day ahead): stored as sent, counted apart in /metrics."""
+        table = converted.tables.tables.get("otel_traces")
+        if self.retention_days is None or table is None or not table.num_rows:
+            return
+        import pyarrow.compute as compute
+
+        now = time.time_ns()
+        starts = table.column("Timestamp").cast(pa.int64())
+        past = compute.sum(compute.less(starts, now - self.retention_days * NANOSECONDS_PER_DAY)).as_py() or 0
+        future = compute.sum(compute.greater(starts, now + FUTURE_TOLERANCE_NANOSECONDS)).as_py() or 0
+        if past or future:
+            self.metrics.spans_dated_outside_retention(past, future)
 
     def _convert(self, signal: str, payload: bytes, encoding: str) -> ConvertedExport:
         """The export's tables; raises MalformedPayload, Backpressure or StoreError."""
