@@ -197,12 +197,19 @@ def content_text(value: Any) -> str | None:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _captured(text: str | None, what: str) -> tuple[str | None, bool]:
-    """Redacted content fit to send, or ``None``; and whether redaction changed it."""
+def _captured(text: str | None, what: str, omitted: list[str] | None = None) -> tuple[str | None, bool]:
+    """Redacted content fit to send, or ``None``; and whether redaction changed it.
+
+    Content over the cap is left out and named in ``omitted`` (the caller
+    records the list on the span and reports it once), or reported here.
+    """
     if text is None:
         return None, False
     if len(text) > MAX_CONTENT_CHARACTERS:
-        report_failure(f"{what} is over {MAX_CONTENT_CHARACTERS} characters; its content was not captured")
+        if omitted is None:
+            _report_omitted([what])
+        else:
+            omitted.append(what)
         return None, False
     content, changed = redact(text)
     if content is None:
@@ -213,10 +220,23 @@ def _captured(text: str | None, what: str) -> tuple[str | None, bool]:
     return content, changed
 
 
+def _report_omitted(omitted: list[str]) -> None:
+    report_failure(f"content over {MAX_CONTENT_CHARACTERS} characters was not captured: {', '.join(omitted)}")
+
+
+def _record_omitted(span: Span, omitted: list[str]) -> None:
+    """Name on the span (and in one report) every piece of content the cap left out."""
+    if not omitted:
+        return
+    before = tuple((getattr(span, "attributes", None) or {}).get(names.CONTENT_OMITTED, ()))
+    span.set_attribute(names.CONTENT_OMITTED, before + tuple(omitted))
+    _report_omitted(omitted)
+
+
 def _add_content(attributes: dict[str, AttributeValue], text: str, what: str, content_key: str,
-                 redacted_key: str) -> None:
+                 redacted_key: str, omitted: list[str] | None = None) -> None:
     """An event's captured content, flagged when the redactor changed it; nothing when not capturable."""
-    content, changed = _captured(text, what)
+    content, changed = _captured(text, what, omitted)
     if content is not None:
         attributes[content_key] = content
         if changed:
@@ -230,7 +250,8 @@ def _resolve_prompt(prompt: SegmentedPrompt | str | None) -> SegmentedPrompt | N
     return lookup_rendered(text) or unmapped(text, names.UNMAPPED_NOT_RENDERED, register=False)
 
 
-def _prompt_attributes(prompt: SegmentedPrompt, capture: bool) -> dict[str, AttributeValue]:
+def _prompt_attributes(prompt: SegmentedPrompt, capture: bool,
+                       omitted: list[str] | None = None) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         names.PROMPT_BYTES: prompt.byte_length,
         names.PROMPT_SHA256: prompt.sha256,
@@ -244,17 +265,19 @@ def _prompt_attributes(prompt: SegmentedPrompt, capture: bool) -> dict[str, Attr
         attributes[names.PROMPT_TEMPLATE_ORIGIN] = prompt.template.origin
     if capture:
         if prompt.variables:
-            variables, _ = _captured(content_text(prompt.variables), "the template variables")
+            variables, _ = _captured(content_text(prompt.variables), "template variables", omitted)
             if variables is not None:
                 attributes[names.PROMPT_TEMPLATE_VARIABLES] = variables
         if not prompt.mapped:
-            instructions, _ = _captured(content_text([{"type": "text", "content": prompt.text}]), "the system prompt")
+            instructions, _ = _captured(content_text([{"type": "text", "content": prompt.text}]), "system prompt",
+                                        omitted)
             if instructions is not None:
                 attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS] = instructions
     return attributes
 
 
-def _add_block_events(span: Span, prompt: SegmentedPrompt, capture: bool, timestamp: int) -> None:
+def _add_block_events(span: Span, prompt: SegmentedPrompt, capture: bool, timestamp: int,
+                      omitted: list[str] | None = None) -> None:
     for block in prompt.blocks:
         attributes: dict[str, AttributeValue] = {
             names.BLOCK_INDEX: block.index,
@@ -268,12 +291,13 @@ def _add_block_events(span: Span, prompt: SegmentedPrompt, capture: bool, timest
             names.BLOCK_SHA256: block.sha256,
         }
         if capture:
-            _add_content(attributes, block.content, f"block {block.name!r}", names.BLOCK_CONTENT,
-                         names.BLOCK_REDACTED)
+            _add_content(attributes, block.content, f"block {block.name}", names.BLOCK_CONTENT,
+                         names.BLOCK_REDACTED, omitted)
         span.add_event(names.EVENT_PROMPT_BLOCK, attributes, timestamp)
 
 
-def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, timestamp: int) -> None:
+def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, timestamp: int,
+                     omitted: list[str] | None = None) -> None:
     for tool in tools:
         encoded = tool.definition.encode("utf-8", "surrogatepass")  # as canonical.py and the manifest count it
         attributes: dict[str, AttributeValue] = {
@@ -282,7 +306,8 @@ def _add_tool_events(span: Span, tools: Sequence[ToolSpec], capture: bool, times
             names.TOOL_SHA256: hashlib.sha256(encoded).hexdigest(),
         }
         if capture:
-            _add_content(attributes, tool.definition, f"tool {tool.name!r}", names.TOOL_CONTENT, names.TOOL_REDACTED)
+            _add_content(attributes, tool.definition, f"tool {tool.name}", names.TOOL_CONTENT, names.TOOL_REDACTED,
+                         omitted)
         span.add_event(names.EVENT_TOOL_DEFINITION, attributes, timestamp)
 
 
@@ -334,11 +359,13 @@ class RecordedRequest:
                     attributes[key] = value
             if finish_reasons is not None:
                 attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = tuple(str(reason) for reason in finish_reasons)
+            omitted: list[str] = []
             if self.capture_content and output_messages is not None:
-                content, _ = _captured(content_text(output_messages), "the output messages")
+                content, _ = _captured(content_text(output_messages), "output messages", omitted)
                 if content is not None:
                     attributes[names.GEN_AI_OUTPUT_MESSAGES] = content
             self.span.set_attributes(attributes)
+            _record_omitted(self.span, omitted)
         except Exception as error:
             report_failure("recording the response", error)
 
@@ -427,10 +454,11 @@ def start_llm_request(*, provider: str, operation: str = names.OPERATION_CHAT, m
         attributes.update(correlation_attributes(
             conversation_id=conversation_id, message_id=message_id, process_kind=process_kind,
             process_id=process_id, run_id=run_id, run_mode=run_mode, attempt=attempt, record_id=record_id))
+        omitted: list[str] = []  # content left out for its size, recorded on the span
         if segmented is not None:
-            attributes.update(_prompt_attributes(segmented, capture))
+            attributes.update(_prompt_attributes(segmented, capture, omitted))
         if capture and input_messages is not None:
-            content, _ = _captured(content_text(input_messages), "the input messages")
+            content, _ = _captured(content_text(input_messages), "input messages", omitted)
             if content is not None:
                 attributes[names.GEN_AI_INPUT_MESSAGES] = content
         # One timestamp for the span's start and its block and tool events.
@@ -442,9 +470,10 @@ def start_llm_request(*, provider: str, operation: str = names.OPERATION_CHAT, m
         return RecordedRequest(INVALID_SPAN, False)
     try:
         if segmented is not None:
-            _add_block_events(span, segmented, capture, timestamp)
+            _add_block_events(span, segmented, capture, timestamp, omitted)
         if tools:
-            _add_tool_events(span, tools, capture, timestamp)
+            _add_tool_events(span, tools, capture, timestamp, omitted)
+        _record_omitted(span, omitted)
         dropped = getattr(span, "dropped_events", 0)
         if dropped:
             report_failure(f"the tracer provider's span limits dropped {dropped} events; "

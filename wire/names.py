@@ -75,6 +75,9 @@ PROMPT_SHA256 = "promptprism.prompt.sha256"
 PROMPT_BLOCK_COUNT = "promptprism.prompt.block_count"
 PROMPT_MAPPED = "promptprism.prompt.mapped"
 PROMPT_UNMAPPED_REASON = "promptprism.prompt.unmapped_reason"
+# Which captured content was left out for being over the size cap (string array:
+# "template variables", "block memory", "tool lookup", "input messages", …).
+CONTENT_OMITTED = "promptprism.content.omitted"
 PROMPT_TEMPLATE_NAME = "promptprism.prompt.template.name"
 PROMPT_TEMPLATE_ORIGIN = "promptprism.prompt.template.origin"
 # Template variables, captured only with content on (promptprism extension):

@@ -457,3 +457,23 @@ def test_a_request_that_could_not_start_can_still_be_used_and_ended(prompt):
     call.end(RuntimeError("the app's own error"))
     call.end()
     assert record.failure_count() == before + 1
+
+
+def test_content_over_the_cap_is_named_on_the_span_and_in_one_report(exporter, tracer_provider, caplog,
+                                                                      monkeypatch):
+    monkeypatch.setattr(record, "MAX_CONTENT_CHARACTERS", 1000)
+    monkeypatch.setattr(record, "_last_log_time", -1e9)  # the rate limit starts afresh
+    configure_content_capture(True)
+    big = "x" * 2000
+    prompt = build_prompt(["Intro. ", block("memory", big, layer="memory"), " Outro."])
+    with caplog.at_level(logging.WARNING):
+        with record_llm_request(provider="openai", model="m", prompt=prompt, tracer_provider=tracer_provider,
+                                tools=[ToolSpec("lookup", json.dumps({"name": "lookup", "pad": big}))]) as call:
+            call.set_response(output_messages=[{"role": "assistant", "parts": [{"type": "text", "content": big}]}])
+    span = only_span(exporter)
+    assert span.attributes[names.CONTENT_OMITTED] == (
+        "template variables", "block memory", "tool lookup", "output messages")
+    memory = next(event for event in block_events(span) if event[names.BLOCK_NAME] == "memory")
+    assert names.BLOCK_CONTENT not in memory and memory[names.BLOCK_SIZE] == 2000  # structure is kept
+    reports = [record_.getMessage() for record_ in caplog.records if "not captured" in record_.getMessage()]
+    assert "block memory, tool lookup" in reports[0]
