@@ -58,11 +58,12 @@ def status_of(error: Exception) -> int:
 def message_of(error: Exception) -> str:
     """The one line a person reads; store failures are logged here (once, without content)."""
     status = status_of(error)
+    # Never the store's own text: it quotes the query and the values bound into it.
     if status == 503:
-        return f"store unavailable: {error}"
+        return f"store unavailable or busy, retry later ({describe_store_error(error)})"
     if status == 500:
         logger.error("read failed: %s", describe_store_error(error))
-        return f"store query failed: {error}"
+        return f"store query failed ({describe_store_error(error)})"
     return str(error)
 
 

@@ -25,6 +25,12 @@ UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(\d+)\s*([smhdw])")
 _SECONDS = re.compile(r"\d+(\.\d+)?")
 
+# The store keeps start times as Int64 nanoseconds (DateTime64(9)): 1970 to 2262.
+# A moment outside that, or a longer duration than any window, is a bad argument
+# (400), never a query that overflows in the store (issue 14).
+MAX_MOMENT_NS = 2**63 - 1
+MAX_DURATION_SECONDS = 100 * 366 * 86400
+
 MOMENT_FORMS = "an RFC 3339 time (2025-01-31T12:00:00Z), a date, Unix seconds, now, or an age such as 15m, 2h, 7d"
 DURATION_FORMS = "a number of seconds or a duration such as 90s, 15m, 1h, 1d, 1w"
 
@@ -45,11 +51,20 @@ def parse_duration(name: str, text: str | int) -> int:
         raise BadArgument(f"{name}={text!r}: expected {DURATION_FORMS}")
     if seconds < 1:
         raise BadArgument(f"{name}={text!r}: must be at least 1 second")
+    if seconds > MAX_DURATION_SECONDS:
+        raise BadArgument(f"{name}={text!r}: must be at most 100 years")
     return seconds
 
 
 def parse_moment(name: str, text: str | int | float, *, now: int | None = None) -> int:
     """A moment (see the module) → Unix nanoseconds; ``now`` in nanoseconds (default: the clock)."""
+    moment = _parse_moment(name, text, now)
+    if not 0 <= moment <= MAX_MOMENT_NS:
+        raise BadArgument(f"{name}={text!r}: must fall between 1970 and 2262")
+    return moment
+
+
+def _parse_moment(name: str, text: str | int | float, now: int | None) -> int:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return int(text * NANOSECONDS)
     value = str(text).strip()

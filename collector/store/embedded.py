@@ -93,7 +93,7 @@ class EmbeddedStore:
         with self._lock.hold(writer=writer):
             try:
                 if params:
-                    result = self._session.query(sql, fmt, params=dict(params))
+                    result = self._session.query(sql, fmt, params=bound_parameters(params))
                 else:
                     result = self._session.query(sql, fmt)
             except Exception as error:
@@ -106,6 +106,18 @@ class EmbeddedStore:
     def close(self) -> None:
         with self._lock.hold(writer=True):
             self._session.close()
+
+
+# ClickHouse reads a query parameter's text in its escaped format, where a
+# backslash starts an escape sequence and a tab or newline ends a field; escaped
+# here, every byte of a value means itself (the server store's client does the same).
+_PARAMETER_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
+
+
+def bound_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Query parameters as chdb passes them to ClickHouse: string values escaped."""
+    return {name: value.translate(_PARAMETER_ESCAPES) if isinstance(value, str) else value
+            for name, value in params.items()}
 
 
 class WriterFirstLock:

@@ -42,3 +42,14 @@ def test_durations_take_the_age_syntax_and_plain_seconds():
 def test_a_bad_duration_is_a_bad_argument(text):
     with pytest.raises(BadArgument, match="bucket="):
         parse_duration("bucket", text)
+
+
+@pytest.mark.parametrize("text", ["99999999999d", "9" * 30, "2300-01-01T00:00:00Z", "1969-12-31"])
+def test_moments_outside_the_store_range_are_bad_arguments(text):
+    with pytest.raises(BadArgument):
+        parse_moment("since", text, now=NOW)
+
+
+def test_durations_longer_than_any_window_are_bad_arguments():
+    with pytest.raises(BadArgument):
+        parse_duration("bucket", "99999999999d")
