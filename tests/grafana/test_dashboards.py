@@ -83,7 +83,7 @@ def test_requests_table_links_trace_ids_to_inspector_and_trace_view():
     override = next(o for o in table["fieldConfig"]["overrides"] if o["matcher"]["options"] == "trace_id")
     links = next(prop["value"] for prop in override["properties"] if prop["id"] == "links")
     urls = [link["url"] for link in links]
-    assert "${inspector_url}/trace/${__value.raw}" in urls
+    assert "${inspector_url}/trace/${__value.raw:percentencode}" in urls
     explore = unquote(next(url for url in urls if url.startswith("/explore")))
     assert "otel_traces" in explore and "TraceId = '${__value.raw}'" in explore
     variables = {variable["name"] for variable in dashboard["templating"]["list"]}

@@ -64,7 +64,7 @@ def _explore_trace_url() -> str:
 
 
 TRACE_LINKS = [
-    {"title": "Open in the promptprism inspector", "url": "${inspector_url}/trace/${__value.raw}", "targetBlank": True},
+    {"title": "Open in the promptprism inspector", "url": "${inspector_url}/trace/${__value.raw:percentencode}", "targetBlank": True},
     {"title": "Trace view (otel_traces)", "url": _explore_trace_url(), "targetBlank": True},
 ]
 
