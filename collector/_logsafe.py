@@ -57,6 +57,12 @@ class RateLimitedLog:
         self.suppressed = 0
 
     def warning(self, message: str, *args: object) -> None:
+        self.log(logging.WARNING, message, *args)
+
+    def error(self, message: str, *args: object) -> None:
+        self.log(logging.ERROR, message, *args)
+
+    def log(self, level: int, message: str, *args: object) -> None:
         now = time.monotonic()
         if now < self._next:
             self.suppressed += 1
@@ -65,4 +71,4 @@ class RateLimitedLog:
         if self.suppressed:
             message += f" ({self.suppressed} similar warnings suppressed)"
             self.suppressed = 0
-        self.logger.warning(message, *args)
+        self.logger.log(level, message, *args)

@@ -90,6 +90,7 @@ class Ingest:
         self.pool = pool
         self.retention_days = retention_days
         self.bad_payloads = RateLimitedLog(logger)
+        self.refusals = RateLimitedLog(logger)  # data the store refuses comes from clients too
 
     def export(self, payload: bytes, encoding: str, transport: str, signal: str = KIND_TRACES) -> ExportOutcome:
         """Convert and hand to the sink; returns once the items are durable, or why not.
@@ -113,7 +114,7 @@ class Ingest:
             return ExportOutcome(RETRY, signal, message=f"retry later: {error}",
                                  retry_after_seconds=error.retry_after_seconds, payload_bytes=size)
         except StoreError as error:
-            logger.error("store refused an OTLP %s export over %s: %s", signal, transport,
+            self.refusals.error("store refused an OTLP %s export over %s: %s", signal, transport,
                          describe_store_error(error))
             return ExportOutcome(REFUSED, signal, message="the store refused the data", payload_bytes=size)
         if signal == KIND_TRACES:

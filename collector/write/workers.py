@@ -35,7 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
-from .._logsafe import describe_exception
+from .._logsafe import RateLimitedLog, describe_exception
 from ..otlp import MalformedPayload
 from .convert import UNCONVERTIBLE, ConvertedExport, convert, from_wire, to_wire
 from .sink import Backpressure
@@ -115,6 +115,7 @@ class ConversionPool:
         self._in_flight = 0
         self._executor: ProcessPoolExecutor | None = None
         self._closed = False
+        self._failures = RateLimitedLog(logger)  # a client can send such payloads in a loop
         self.restarts = 0
 
     @property
@@ -156,7 +157,7 @@ class ConversionPool:
             return from_wire(outcome[1])
         if outcome[0] == _MALFORMED:
             raise MalformedPayload(outcome[1])
-        logger.error("an ingest worker failed to convert an export: %s", outcome[1])
+        self._failures.error("an ingest worker failed to convert an export: %s", outcome[1])
         # The payload's own values made the conversion fail: sending it again fails
         # again, so it is refused as unreadable (400 / INVALID_ARGUMENT), not INTERNAL.
         raise MalformedPayload(UNCONVERTIBLE)
