@@ -1,8 +1,9 @@
 """Fixtures shared by every test: free ports and real chdb stores; and the
 check that a test run leaves no process of its own behind.
 
-chdb allows one data directory per process (README "Storage schema"), so the whole test run
-shares one embedded session and each test gets a fresh database in it.
+chdb allows one data directory per process (README "Storage schema"), so the
+whole test run shares one embedded session and each test gets a fresh
+database in it.
 """
 
 from __future__ import annotations

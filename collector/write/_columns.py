@@ -3,9 +3,9 @@
 ``rows`` lays out tens of thousands of block rows and event attribute maps
 per export; building them as one dict or tuple per row and letting pyarrow
 infer the nesting cost more than decoding the export (the Python walk is
-the bottleneck; README "The collector", throughput). These helpers take what ``rows`` collects in flat
-lists — values, and offsets where rows nest — and make each Arrow array in
-one call.
+the bottleneck; README "The collector", throughput). These helpers take what
+``rows`` collects in flat lists — values, and offsets where rows nest — and
+make each Arrow array in one call.
 """
 
 from __future__ import annotations

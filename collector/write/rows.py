@@ -340,7 +340,7 @@ def build_tables(
         "requests": requests_table(records),
         "otel_traces": otel_traces_table(spans, records),
     }
-    # Only a logs export has these; a traces batch (and its spool file) stays as it was.
+    # Only a logs export has these: a traces batch (and its spool file) holds no such table.
     if genai_events:
         tables["genai_events"] = genai_events_table(genai_events)
     if log_records:

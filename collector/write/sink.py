@@ -4,9 +4,9 @@
 store, or written (fsync'ed) to the spool under ``data_dir`` when the store
 is unreachable. Receiver threads call ``accept`` concurrently; one writer
 thread groups what is waiting into one insert per table (every chdb INSERT
-costs ~30 ms of CPU whatever its size; README "The collector", throughput). A replay thread moves spooled groups
-into the store when it is back and deletes each file only after its insert
-succeeded. Past the memory or spool bounds ``accept`` raises
+costs ~30 ms of CPU whatever its size; README "The collector", throughput).
+A replay thread moves spooled groups into the store when it is back and
+deletes each file only after its insert succeeded. Past the memory or spool bounds ``accept`` raises
 ``Backpressure`` and the receiver answers with OTLP's retryable codes.
 
 Idempotence: every insert carries an ``insert_deduplication_token`` derived
@@ -28,11 +28,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .._logsafe import describe_exception, describe_store_error
-from ..otlp.model import DecodedLogRecord, DecodedSpan
-from ..record import GenAIEvent, RequestRecord
 from ..store.base import Store, StoreError, StoreUnavailable
 from .convert import ConvertedExport
-from .rows import ContentKey, TableSet, build_tables, merge_tables
+from .rows import TableSet, merge_tables
 from .spool import Spool, SpoolCorrupt, SpooledGroup, SpoolFull
 
 logger = logging.getLogger(__name__)
@@ -72,28 +70,6 @@ REPLAY_POLL_SECONDS = 1.0
 ACCEPT_TIMEOUT_SECONDS = 120.0
 # What a receiver tells the client to wait when we push back.
 BACKPRESSURE_RETRY_AFTER_SECONDS = 5.0
-# Per-span overhead in the pending-bytes estimate (ids, names, attributes).
-SPAN_OVERHEAD_BYTES = 1024
-# Per-log-record overhead likewise: ids, resource and scope, attribute map.
-LOG_RECORD_OVERHEAD_BYTES = 512
-
-
-@dataclass(slots=True)
-class IngestBatch:
-    """What one accepted OTLP export hands to the sink.
-
-    ``dedup_token`` identifies the export payload (sha256 of its bytes): the
-    same batch re-sent after a timeout carries the same token and must not
-    create duplicate rows. A traces export fills ``spans`` and ``records``, a
-    logs export ``genai_events`` and ``log_records`` (the rest).
-    """
-
-    spans: list[DecodedSpan]
-    records: list[RequestRecord]
-    dedup_token: str
-    unmapped_reasons: dict[str, int] = field(default_factory=dict)  # counts for /metrics
-    genai_events: list[GenAIEvent] = field(default_factory=list)
-    log_records: list[DecodedLogRecord] = field(default_factory=list)
 
 
 class Backpressure(Exception):
@@ -107,23 +83,6 @@ class Backpressure(Exception):
 def group_token(batch_tokens: list[str]) -> str:
     """The insert_deduplication_token of a group: the same batches → the same token."""
     return hashlib.sha256("\n".join(sorted(batch_tokens)).encode("utf-8")).hexdigest()
-
-
-def estimate_bytes(batch: IngestBatch | ConvertedExport) -> int:
-    if isinstance(batch, ConvertedExport):
-        return batch.nbytes  # laid out already: the tables' own size
-    total = 0
-    for span in batch.spans:
-        total += SPAN_OVERHEAD_BYTES + 256 * len(span.events)
-    for record in batch.records:
-        total += len(record.system_instructions) + len(record.input_messages) + len(record.output_messages)
-        total += sum(len(item.content or "") for item in (*record.blocks, *record.tools))
-    for event in batch.genai_events:  # the text is the body and attribute JSON
-        total += LOG_RECORD_OVERHEAD_BYTES + len(event.body_json) + len(event.attributes_json)
-    for log_record in batch.log_records:
-        body = log_record.body
-        total += LOG_RECORD_OVERHEAD_BYTES + (len(body) if isinstance(body, (str, bytes)) else 0)
-    return total
 
 
 class _Recent:
@@ -146,16 +105,9 @@ class _Recent:
             self._items.popitem(last=False)
 
 
-def batch_rows(batch: IngestBatch | ConvertedExport) -> int:
-    """Spans plus log records: a log record is a row like a span, both count against the group bound."""
-    if isinstance(batch, ConvertedExport):
-        return batch.rows
-    return len(batch.spans) + len(batch.genai_events) + len(batch.log_records)
-
-
 @dataclass
 class _Ticket:
-    batch: IngestBatch | ConvertedExport
+    batch: ConvertedExport
     token: str
     size: int
     rows: int
@@ -195,16 +147,16 @@ class Sink:
 
     # --- the receiver's side -----------------------------------------------
 
-    def accept(self, batch: IngestBatch | ConvertedExport) -> None:
+    def accept(self, batch: ConvertedExport) -> None:
         """Return once ``batch`` is durable; raise Backpressure (retryable) or StoreError.
 
-        ``batch``: decoded records (laid out as rows by the writer) or a
-        ``ConvertedExport`` whose tables are built already (by a worker).
+        ``batch``: one export's tables, laid out already (by ``convert``).
+        Its size in the memory bound is the tables' own size.
         """
-        rows = batch_rows(batch)
-        if not rows and not (batch.tables.requests if isinstance(batch, ConvertedExport) else batch.records):
+        rows = batch.rows
+        if not rows and not batch.tables.requests:
             return
-        ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", estimate_bytes(batch), rows)
+        ticket = _Ticket(batch, batch.dedup_token or f"unnamed-{uuid.uuid4().hex}", batch.nbytes, rows)
         with self._condition:
             if self._closing:
                 raise Backpressure("the collector is shutting down", 1.0)
@@ -215,7 +167,7 @@ class Sink:
                 raise Backpressure("too many batches waiting to be written")
             self._queue.append(ticket)
             self._pending_bytes += ticket.size
-            spans = batch.tables.spans if isinstance(batch, ConvertedExport) else len(batch.spans)
+            spans = batch.tables.spans
             self._count("spans_received", spans)
             self._count("log_records_received", rows - spans)
             self._condition.notify_all()
@@ -297,17 +249,7 @@ class Sink:
                     fresh.setdefault(ticket.token, []).append(ticket)  # same batch twice in one group: once
         parts: dict[str, TableSet] = {}
         for token, same in fresh.items():
-            batch = same[0].batch
-            if isinstance(batch, ConvertedExport):
-                parts[token] = batch.tables.without_contents(self._recent_contents)
-                continue
-            try:
-                parts[token] = build_tables(batch.spans, batch.records, self._recent_contents,
-                                            genai_events=batch.genai_events, log_records=batch.log_records)
-            except Exception as error:  # a record the columns cannot hold: this batch only
-                logger.error("cannot lay out batch %s as rows: %s", token, describe_exception(error))
-                for ticket in same:
-                    ticket.finish(StoreError(f"cannot store batch: {error}"))
+            parts[token] = same[0].batch.tables.without_contents(self._recent_contents)
         if not parts:
             return
         try:

@@ -10,7 +10,8 @@ import hashlib
 
 from promptprism.collector.otlp.model import DecodedSpan, SpanEvent, SpanLink
 from promptprism.collector.record import Block, RequestRecord, ToolDefinition
-from promptprism.collector.write.sink import IngestBatch
+from promptprism.collector.write.convert import ConvertedExport
+from promptprism.collector.write.rows import build_tables
 
 # 2026-03-02 10:00:00 UTC, for the pure (no store) tests. Tests that write
 # to a store use a recent time: rows older than the retention are dropped by
@@ -70,12 +71,22 @@ def make_request(number: int, *, started_at_ns: int, turn_text: str | None = Non
     return span, record
 
 
-def make_batch(first: int, count: int, *, started_at_ns: int, token: str | None = None,
-               content: bool = True) -> IngestBatch:
+def make_requests(first: int, count: int, *, started_at_ns: int,
+                  content: bool = True) -> tuple[list[DecodedSpan], list[RequestRecord]]:
+    """Requests ``first`` … ``first + count - 1``, 1 ms apart: their spans and their records."""
     pairs = [make_request(number, started_at_ns=started_at_ns + number * 1_000_000, content=content)
              for number in range(first, first + count)]
-    return IngestBatch(
-        spans=[span for span, _ in pairs],
-        records=[record for _, record in pairs],
-        dedup_token=token or sha(f"batch-{first}-{count}-{started_at_ns}"),
-    )
+    return [span for span, _ in pairs], [record for _, record in pairs]
+
+
+def converted_export(spans: list[DecodedSpan], records: list[RequestRecord], token: str) -> ConvertedExport:
+    """What ``convert`` hands the sink for an export of ``spans`` that reassembled into ``records``."""
+    return ConvertedExport(build_tables(spans, records), token, received=len(spans), requests=len(records),
+                           mapped_blocks=sum(len(record.blocks) for record in records if record.mapped))
+
+
+def make_batch(first: int, count: int, *, started_at_ns: int, token: str | None = None,
+               content: bool = True) -> ConvertedExport:
+    """One export of ``count`` requests, as the sink receives it."""
+    spans, records = make_requests(first, count, started_at_ns=started_at_ns, content=content)
+    return converted_export(spans, records, token or sha(f"batch-{first}-{count}-{started_at_ns}"))

@@ -25,7 +25,7 @@ from promptprism.collector.write.sink import open_sink
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 from support import REPOSITORY
 
-from ..write_path_samples import make_batch
+from ..write_path_samples import make_batch, make_requests
 from .older_schema import write_as_of
 
 # The exporter's otel_traces columns and types (ALIAS columns included), as
@@ -112,9 +112,9 @@ def test_every_table_is_partitioned_by_day_with_the_retention_ttl(any_store):
 def test_rows_round_trip_with_identical_values(any_store):
     # Inside the retention window (older rows are dropped by the TTL on insert).
     second = now_ns() // 10**9
-    batch = make_batch(0, 2, started_at_ns=second * 10**9 + 123_456_789)
+    spans, records = make_requests(0, 2, started_at_ns=second * 10**9 + 123_456_789)
     started = datetime.datetime.fromtimestamp(second, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    for name, table in build_tables(batch.spans, batch.records).non_empty():
+    for name, table in build_tables(spans, records).non_empty():
         any_store.insert(name, table)
     row = any_store.query(
         f"SELECT started_at, input_tokens, cache_read_tokens, mapped, finish_reasons, attributes, block_count "
@@ -133,8 +133,7 @@ def test_rows_round_trip_with_identical_values(any_store):
 
 
 def test_a_repeated_insert_with_its_token_is_dropped(any_store):
-    batch = make_batch(0, 3, started_at_ns=now_ns())
-    tables = build_tables(batch.spans, batch.records)
+    tables = build_tables(*make_requests(0, 3, started_at_ns=now_ns()))
     for _ in range(3):
         for name, table in tables.non_empty():
             any_store.insert(name, table, dedup_token="group-1")
@@ -166,8 +165,8 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         legacy = any_store.with_database(old)
     try:
         assert migrate(legacy, up_to=1) == ["001_initial.sql"]
-        batch = make_batch(0, 2, started_at_ns=now_ns())
-        old_tables = build_tables([], batch.records)  # 001 has no otel_traces
+        spans, records = make_requests(0, 2, started_at_ns=now_ns())
+        old_tables = build_tables([], records)  # 001 has no otel_traces
         write_as_of(legacy, old_tables)  # the columns 001 has: what a collector of that version wrote
         assert migrate(legacy)[:5] == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
                                        "005_content_keys.sql", "006_contents_by_day.sql"]
@@ -176,14 +175,14 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_sto
         assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
                         {"request_id": f"{2:016x}", "block_count": 4, "has_default": True}]
         assert raw_count(legacy, "blocks") == 8
-        new = build_tables(batch.spans, [])
+        new = build_tables(spans, [])
         legacy.insert("otel_traces", new.tables["otel_traces"])
         assert raw_count(legacy, "otel_traces") == 2
         # Old block and tool rows have no content_sha256: their text is
         # found under sha256, with no problem and nothing flagged redacted.
         assert legacy.query(f"SELECT DISTINCT content_sha256, redacted FROM {old}.blocks") == [
             {"content_sha256": "", "redacted": False}]
-        sent = batch.records[0]
+        sent = records[0]
         request = lookups.request(legacy, sent.request_id)
         prompt = request["prompt"]
         assert [block["content"] for block in prompt["blocks"]] == [block.content for block in sent.blocks]
@@ -333,8 +332,7 @@ def test_readme_lists_five_queries():
 def test_readme_query_runs_and_answers(any_store, number):
     import re
 
-    batch = make_batch(0, 3, started_at_ns=now_ns())
-    for name, table in build_tables(batch.spans, batch.records).non_empty():
+    for name, table in build_tables(*make_requests(0, 3, started_at_ns=now_ns())).non_empty():
         any_store.insert(name, table)
     sql = readme_schema_queries()[number].replace("promptprism.", f"{any_store.database}.")
     known = {"service": "chat-app", "trace_id": f"{2:032x}", "request_id": f"{2:016x}"}

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
 from promptprism.collector.otlp.logs import decode_protobuf
 from promptprism.collector.conventions.events import is_genai_content_event
 from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.rows import build_tables, merge_tables
-from promptprism.collector.write.sink import IngestBatch
+from promptprism.collector.write.convert import ENCODING_PROTOBUF, convert_logs
 from promptprism.collector.write.sink import open_sink
 from promptprism.wire import names
 
-from ..log_samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload
+from ..log_samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WARNING, logs_payload, sdk_log_records
 
 
 def test_genai_content_event_names():
@@ -65,15 +67,17 @@ def test_otel_logs_columns_follow_the_clickhouse_exporter():
 
 
 def test_sink_stores_both_tables_once_even_when_the_batch_is_resent(store, tmp_path):
-    records = decode_protobuf(logs_payload(extra=[WARNING])).records
-    split = split_logs(records)
+    records = sdk_log_records(extra=[WARNING])
+    export = convert_logs(encode_logs(records).SerializeToString(), ENCODING_PROTOBUF)
+    # The same GenAI records, without the warning, in another export (another token).
+    events_only = convert_logs(encode_logs(records[:-1]).SerializeToString(), ENCODING_PROTOBUF)
+    assert events_only.dedup_token != export.dedup_token
     sink = open_sink(store, data_dir=str(tmp_path))
     try:
         for _ in range(3):  # the exporter retried after a lost answer
-            sink.accept(IngestBatch([], [], "logs-token-1", genai_events=split.genai_events,
-                                    log_records=split.log_records))
-        # The same records in another export (another token): FINAL still collapses them.
-        sink.accept(IngestBatch([], [], "logs-token-2", genai_events=split.genai_events))
+            sink.accept(export)
+        # FINAL still collapses the records the second export repeats.
+        sink.accept(events_only)
         stats = sink.stats()
     finally:
         sink.close()

@@ -15,13 +15,14 @@ import time
 import pytest
 
 from promptprism.collector.read import lookups
+from promptprism.collector.write.convert import ConvertedExport
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.collector.write.rows import build_tables, content_sha256
-from promptprism.collector.write.sink import IngestBatch
 from promptprism.collector.write.sink import open_sink
 from promptprism.wire import names
 
 from ..prompt_spans import block_events, decoded_span, prompt_attributes, sha
+from ..write_path_samples import converted_export
 
 SECRET_LINE = "Use the key sk-live-4f9a2c7d1e8b for the billing API.\n"
 REDACTED_LINE = "Use the key [REDACTED:api_key] for the billing API.\n"
@@ -62,9 +63,9 @@ def request_span(span_id: str, service: str, started_at_ns: int, *, redact: bool
                                start_time_ns=started_at_ns, end_time_ns=started_at_ns + 250_000_000)
 
 
-def batch_of(span) -> IngestBatch:
+def batch_of(span) -> ConvertedExport:
     records, _ = reassemble([span])
-    return IngestBatch(spans=[span], records=records, dedup_token=sha(span.span_id))
+    return converted_export([span], records, sha(span.span_id))
 
 
 # --- rows: the key of stored text ----------------------------------------------

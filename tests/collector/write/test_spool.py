@@ -7,12 +7,12 @@ import pytest
 from promptprism.collector.write.rows import build_tables
 from promptprism.collector.write.spool import MAGIC, Spool, SpoolCorrupt, SpooledGroup, SpoolFull, decode, encode
 
-from ..write_path_samples import BASE_NS, make_batch
+from ..write_path_samples import BASE_NS, make_requests
 
 
 def group(first: int = 0) -> SpooledGroup:
-    batch = make_batch(first, 3, started_at_ns=BASE_NS)
-    return SpooledGroup("f" * 64, [batch.dedup_token], build_tables(batch.spans, batch.records))
+    spans, records = make_requests(first, 3, started_at_ns=BASE_NS)
+    return SpooledGroup("f" * 64, [f"batch-{first}"], build_tables(spans, records))
 
 
 def test_round_trip_keeps_tables_tokens_and_counts():
