@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import CollectorConfig, ConfigError
+from ..wire.errors import ConfigurationError
+from .config import CollectorConfig
 
 if TYPE_CHECKING:
     from .app import Collector
 
-__all__ = ["Collector", "CollectorConfig", "ConfigError"]
+__all__ = ["Collector", "CollectorConfig", "ConfigurationError"]
 
 
 def __getattr__(name: str):

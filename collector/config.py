@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from ..wire.errors import ConfigurationError
+
 # The settings of README "The collector" (the table there lists each one) ---
 PROMPTPRISM_STORE = "PROMPTPRISM_STORE"
 PROMPTPRISM_DATA_DIR = "PROMPTPRISM_DATA_DIR"
@@ -33,16 +35,17 @@ PROMPTPRISM_INGEST_WORKERS = "PROMPTPRISM_INGEST_WORKERS"
 # (default: the names of the address it is bound to).
 PROMPTPRISM_ALLOW_UNAUTHENTICATED = "PROMPTPRISM_ALLOW_UNAUTHENTICATED"
 PROMPTPRISM_UI_ALLOWED_HOSTS = "PROMPTPRISM_UI_ALLOWED_HOSTS"
-# README "Deploying": a ClickHouse cluster name selects ON CLUSTER DDL (Replicated local
-# tables + Distributed tables under the usual names); server store only.
+# README "Deploying": a ClickHouse cluster name selects ON CLUSTER DDL
+# (Replicated local tables + Distributed tables under the usual names);
+# server store only.
 PROMPTPRISM_CLICKHOUSE_CLUSTER = "PROMPTPRISM_CLICKHOUSE_CLUSTER"
 # Where the CLI's read commands find the collector's API.
 PROMPTPRISM_URL = "PROMPTPRISM_URL"
 
 DEFAULT_URL = "http://127.0.0.1:4380"
 # One OTLP export may hold hundreds of prompt spans (a 512-span batch is
-# ~15–21 MB; README "The collector") and one prompt may be 10 MiB; gRPC's own 4 MiB default
-# would refuse both. 64 MiB still bounds what one request can make us hold.
+# ~15–21 MB; README "The collector") and one prompt may be 10 MiB; gRPC's own
+# 4 MiB default would refuse both. 64 MiB still bounds what one request can make us hold.
 DEFAULT_RECEIVE_LIMIT_BYTES = 64 * 1024 * 1024
 # Matches sink.DEFAULT_SPOOL_MAX_BYTES (not imported: config stays light):
 # a day of moderate traffic while ClickHouse is down, without filling a small disk.
@@ -114,11 +117,7 @@ def parse_switch(name: str, value: Any) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected true or false")
-
-
-class ConfigError(ValueError):
-    """A setting has a value the collector cannot start with."""
+    raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected true or false")
 
 
 def resolve(name: str, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Any:
@@ -134,18 +133,18 @@ def resolve(name: str, flags: Mapping[str, Any] | None = None, environ: Mapping[
 
 
 def parse_address(name: str, value: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:4317`` for IPv6) → (host, port), or a ConfigError naming the setting."""
+    """``host:port`` (``[::1]:4317`` for IPv6) → (host, port), or a ConfigurationError naming the setting."""
     text = str(value).strip()
     host, separator, port_text = text.rpartition(":")
     if not separator or not host:
-        raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected host:port, e.g. 127.0.0.1:4317")
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected host:port, e.g. 127.0.0.1:4317")
     host = host.strip("[]")
     try:
         port = int(port_text)
     except ValueError:
-        raise ConfigError(f"{SETTINGS[name].env}={value!r}: port {port_text!r} is not a number") from None
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: port {port_text!r} is not a number") from None
     if not 0 <= port <= 65535:
-        raise ConfigError(f"{SETTINGS[name].env}={value!r}: port must be 0-65535")
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: port must be 0-65535")
     return host, port
 
 
@@ -153,9 +152,9 @@ def parse_positive_int(name: str, value: Any) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{SETTINGS[name].env}={value!r}: expected a whole number") from None
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected a whole number") from None
     if number < 1:
-        raise ConfigError(f"{SETTINGS[name].env}={value!r}: must be at least 1")
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: must be at least 1")
     return number
 
 
@@ -165,14 +164,10 @@ def parse_ingest_workers(value: Any) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: expected a whole number") from None
+        raise ConfigurationError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: expected a whole number") from None
     if number < 0:
-        raise ConfigError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: must be 0 (no workers) or more")
+        raise ConfigurationError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: must be 0 (no workers) or more")
     return number
-
-
-def setting_names() -> tuple[str, ...]:
-    return tuple(SETTINGS)
 
 
 def _check_fields_match() -> None:  # keeps CollectorConfig and SETTINGS in step
@@ -208,23 +203,23 @@ class CollectorConfig:
         raw = {name: resolve(name, flags, environ) for name in SETTINGS}
         store = str(raw["store"]).strip()
         if store != "embedded" and not store.startswith(("http://", "https://")):
-            raise ConfigError(
+            raise ConfigurationError(
                 f"{PROMPTPRISM_STORE}={store!r}: expected `embedded` or a ClickHouse URL "
                 "like http://user:password@host:8123/database"
             )
         cluster = str(raw["clickhouse_cluster"]).strip() if raw["clickhouse_cluster"] else None
         if cluster is not None:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cluster):
-                raise ConfigError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER}={cluster!r}: a cluster name is an identifier")
+                raise ConfigurationError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER}={cluster!r}: a cluster name is an identifier")
             if store == "embedded":
-                raise ConfigError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER} needs a ClickHouse server URL in "
+                raise ConfigurationError(f"{PROMPTPRISM_CLICKHOUSE_CLUSTER} needs a ClickHouse server URL in "
                                   f"{PROMPTPRISM_STORE}; the embedded store is one process")
         cert, key = raw["tls_cert_file"] or None, raw["tls_key_file"] or None
         if (cert is None) != (key is None):
-            raise ConfigError(f"{PROMPTPRISM_TLS_CERT_FILE} and {PROMPTPRISM_TLS_KEY_FILE} go together: set both or neither")
+            raise ConfigurationError(f"{PROMPTPRISM_TLS_CERT_FILE} and {PROMPTPRISM_TLS_KEY_FILE} go together: set both or neither")
         for name, path in (("tls_cert_file", cert), ("tls_key_file", key)):
             if path is not None and not os.path.isfile(path):
-                raise ConfigError(f"{SETTINGS[name].env}={path!r}: no such file")
+                raise ConfigurationError(f"{SETTINGS[name].env}={path!r}: no such file")
         config = cls(
             store=store,
             data_dir=str(raw["data_dir"]),
@@ -246,7 +241,7 @@ class CollectorConfig:
         )
         exposed = config.unauthenticated_exposure()
         if exposed and not config.allow_unauthenticated:
-            raise ConfigError(
+            raise ConfigurationError(
                 f"{'; '.join(exposed)}: anyone who can reach it could send data or read every prompt. "
                 f"Set the token, bind 127.0.0.1, or pass --allow-unauthenticated "
                 f"({PROMPTPRISM_ALLOW_UNAUTHENTICATED}=true) if the network in front is trusted")

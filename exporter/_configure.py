@@ -52,6 +52,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
+from ..wire.errors import ConfigurationError
 from ._batching import DEFAULT_MAX_REQUEST_BYTES, SizeBoundedSpanExporter
 from ._suppression import SuppressInstrumentationSpanExporter
 
@@ -107,10 +108,6 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9a-z]+$")
 # Where parse_env_headers logs an entry it skips (with its value, which may be
 # a token): muted while we parse, because we refuse the entry ourselves.
 _HEADER_PARSER_LOGGER = "opentelemetry.util.re"
-
-
-class ConfigurationError(ValueError):
-    """A setting has a value we cannot use; the message names the variable or argument."""
 
 
 @dataclass(frozen=True)

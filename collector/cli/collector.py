@@ -14,11 +14,11 @@ import signal
 import sys
 import threading
 
-from ..config import SETTINGS, ConfigError, CollectorConfig
+from ...wire.errors import ConfigurationError
+from ..config import SETTINGS, CollectorConfig
 from . import CommandError
 
 CONFIG_ERROR_STATUS = 2  # as argparse: the command line (or environment) is wrong
-_SECRET_SETTINGS = ("ingest_token", "ui_token")
 
 
 def register(subparsers) -> None:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     flags = {name: getattr(args, name, None) for name in SETTINGS}
     try:
         config = CollectorConfig.load(flags)
-    except ConfigError as error:
+    except ConfigurationError as error:
         print(f"promptprism collector: {error}", file=sys.stderr)
         return CONFIG_ERROR_STATUS
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..config import PROMPTPRISM_CLICKHOUSE_CLUSTER, PROMPTPRISM_RETENTION_DAYS, PROMPTPRISM_STORE, SETTINGS, ConfigError, parse_positive_int
+from ...wire.errors import ConfigurationError
+from ..config import (PROMPTPRISM_CLICKHOUSE_CLUSTER, PROMPTPRISM_RETENTION_DAYS, PROMPTPRISM_STORE, SETTINGS,
+                      parse_positive_int)
 from . import CommandError
 
 
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     retention = args.retention_days or os.environ.get(PROMPTPRISM_RETENTION_DAYS) or SETTINGS["retention_days"].default
     try:
         retention_days = parse_positive_int("retention_days", retention)
-    except ConfigError as error:
+    except ConfigurationError as error:
         raise CommandError(str(error)) from None
     url = args.store or os.environ.get(PROMPTPRISM_STORE) or ""
     from ..store.migrations import load_migrations

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from promptprism.collector.app import host_name, ui_allowed_hosts
-from promptprism.collector.config import CollectorConfig, ConfigError
+from promptprism.collector.config import CollectorConfig
+from promptprism.wire.errors import ConfigurationError
 
 from .collector_harness import PROMPTPRISM, running_collector
 
@@ -17,7 +18,7 @@ from .collector_harness import PROMPTPRISM, running_collector
 @pytest.mark.parametrize("setting, token", [
     ("otlp_grpc_address", "ingest_token"), ("otlp_http_address", "ingest_token"), ("ui_address", "ui_token")])
 def test_a_non_loopback_listener_without_its_token_is_refused(setting, token):
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(ConfigurationError) as refused:
         CollectorConfig.load({setting: "0.0.0.0:4000"}, environ={})
     assert "--allow-unauthenticated" in str(refused.value)
     CollectorConfig.load({setting: "0.0.0.0:4000", token: "t"}, environ={})  # with the token: fine

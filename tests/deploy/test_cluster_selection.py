@@ -7,7 +7,7 @@ import pytest
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
 from promptprism.collector.cli import main as cli_main
-from promptprism.collector.config import CollectorConfig, ConfigError
+from promptprism.collector.config import CollectorConfig, ConfigurationError
 from promptprism.collector.store import open_store
 from promptprism.collector.store.base import StoreError
 
@@ -25,7 +25,7 @@ def test_config_reads_the_cluster_for_a_server_store():
     ({"PROMPTPRISM_STORE": SERVER, "PROMPTPRISM_CLICKHOUSE_CLUSTER": "x; DROP"}, "identifier"),
 ])
 def test_bad_cluster_settings_fail_at_start(environ, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigurationError, match=message):
         CollectorConfig.load(environ=environ)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from promptprism.collector.config import DEFAULT_RECEIVE_LIMIT_BYTES, CollectorConfig, ConfigError
+from promptprism.collector.config import DEFAULT_RECEIVE_LIMIT_BYTES, CollectorConfig
+from promptprism.wire.errors import ConfigurationError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -63,7 +64,7 @@ def test_collector_points_at_clickhouse_and_its_config_loads(compose):
         store = environment["PROMPTPRISM_STORE"]
         assert re.fullmatch(r"http://promptprism:[^@]+@clickhouse:8123/promptprism", store)
         environ = {key: str(value) for key, value in environment.items()}
-        with pytest.raises(ConfigError):  # 0.0.0.0 in the container: no start without the tokens
+        with pytest.raises(ConfigurationError):  # 0.0.0.0 in the container: no start without the tokens
             CollectorConfig.load(environ=environ)
         config = CollectorConfig.load(environ={**environ, "PROMPTPRISM_INGEST_TOKEN": "i", "PROMPTPRISM_UI_TOKEN": "u"})
         assert CollectorConfig.load(environ={**environ, "PROMPTPRISM_ALLOW_UNAUTHENTICATED": "true"})

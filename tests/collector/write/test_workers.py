@@ -129,8 +129,8 @@ def test_a_worker_killed_mid_export_answers_retryable_and_the_pool_recovers(stor
 
 
 def test_bad_setting_is_refused():
-    from promptprism.collector.config import CollectorConfig, ConfigError
+    from promptprism.collector.config import CollectorConfig, ConfigurationError
 
-    with pytest.raises(ConfigError, match="PROMPTPRISM_INGEST_WORKERS"):
+    with pytest.raises(ConfigurationError, match="PROMPTPRISM_INGEST_WORKERS"):
         CollectorConfig.load({"ingest_workers": "-1"}, environ={})
     assert CollectorConfig.load({}, environ={"PROMPTPRISM_INGEST_WORKERS": "0"}).ingest_workers == 0
