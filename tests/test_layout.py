@@ -121,6 +121,17 @@ def store_stays_below_the_pipeline(importer: str, imported: str) -> bool:
     return within(importer, f"{COLLECTOR}.store") and within(imported, *(f"{COLLECTOR}.{name}" for name in upstream))
 
 
+def internal_modules_stay_in_their_package(importer: str, imported: str) -> bool:
+    """A module with a leading underscore is imported only by the package that holds it (and its subpackages)."""
+    if not within(imported, ROOT):
+        return False
+    parts = imported.split(".")
+    for depth, part in enumerate(parts):
+        if part.startswith("_") and not within(importer, ".".join(parts[:depth])):
+            return True
+    return False
+
+
 RULES: dict[str, Callable[[str, str], bool]] = {
     "wire/ imports the standard library only": wire_is_standard_library_only,
     "wire/names.py imports nothing": wire_names_imports_nothing,
@@ -130,6 +141,7 @@ RULES: dict[str, Callable[[str, str], bool]] = {
     "instrumentation/ and exporter/ do not import collector/": libraries_do_not_import_the_collector,
     "collector/record.py imports nothing of promptprism but wire/": record_imports_only_wire,
     "collector/store imports nothing upstream of it": store_stays_below_the_pipeline,
+    "an _internal module is imported only inside its package": internal_modules_stay_in_their_package,
 }
 
 
@@ -182,6 +194,8 @@ def test_each_rule_catches_its_arrow():
             ("promptprism.collector.record", "promptprism.collector.otlp.model"),
         "collector/store imports nothing upstream of it":
             ("promptprism.collector.store.cluster", "promptprism.collector.write.sink"),
+        "an _internal module is imported only inside its package":
+            ("promptprism.collector.write.genai_events", "promptprism.collector.conventions._convention"),
     }
     assert set(broken) == set(RULES)
     for rule, (importer, imported) in broken.items():
@@ -199,6 +213,8 @@ def test_downstream_arrows_pass():
         "promptprism.collector.record": {"dataclasses", "promptprism.wire.names"},
         "promptprism.instrumentation._record": {"promptprism.wire.names", "opentelemetry.trace"},
         "promptprism.collector.store.cluster": {"promptprism.collector.config"},
+        "promptprism.collector.write.ingest": {"promptprism.collector._logsafe"},
+        "promptprism.instrumentation.providers._transport": {"promptprism.instrumentation._record"},
     }
     assert violations(fine) == []
 
@@ -231,3 +247,23 @@ def test_the_walk_resolves_relative_imports(tmp_path):
         "typing", "promptprism.collector.write.rows", "promptprism.wire.names"}
     assert violations(graph) == [("collector/read imports neither collector/write nor collector/receive",
                                   "promptprism.collector.read.lookups", "promptprism.collector.write.rows")]
+
+
+# --- public surfaces ----------------------------------------------------------------------
+
+
+def test_every_package_lists_its_public_surface_and_each_name_exists():
+    import importlib
+    import importlib.util
+
+    for top in TOP_LEVEL:
+        for init in sorted((REPOSITORY / top).rglob("__init__.py")):
+            package, _ = module_name(init, REPOSITORY)
+            if ".store.schema" in package:  # migration files, loaded by path
+                continue
+            module = importlib.import_module(package)
+            assert isinstance(getattr(module, "__all__", None), (list, tuple)), f"{package} has no __all__"
+            for name in module.__all__:
+                assert not name.startswith("_"), f"{package}.__all__ lists the internal {name}"
+                assert hasattr(module, name) or importlib.util.find_spec(f"{package}.{name}") is not None, (
+                    f"{package}.__all__ lists {name}, which is neither defined there nor a submodule")

@@ -15,7 +15,7 @@ Another instrumentation's conventions (OpenInference, the Vercel AI SDK, …)
 are one more module with its ``CONVENTION``, listed here.
 ``system_prompt`` finds the system prompt in the GenAI content attributes;
 ``events`` computes, at ingest, what a GenAI log event contributes to its
-request.
+request; ``json_text`` is how captured content is held as text.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..record import RequestRecord
-from ._convention import Convention
+from ._convention import Convention, json_text
 from . import declared, genai
 
-__all__ = ["CONVENTIONS", "CONSUMED", "CONSUMED_PREFIXES", "Convention", "fill"]
+__all__ = ["CONVENTIONS", "CONSUMED", "CONSUMED_PREFIXES", "Convention", "fill", "json_text",
+           "declared", "events", "genai", "system_prompt"]
 
 CONVENTIONS: tuple[Convention, ...] = (declared.CONVENTION, genai.CONVENTION)
 # What every convention together turns into fields: exact keys, and key prefixes (flattened forms).

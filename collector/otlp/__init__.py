@@ -10,4 +10,4 @@ from __future__ import annotations
 
 from ._parse import MalformedPayload
 
-__all__ = ["MalformedPayload"]
+__all__ = ["MalformedPayload", "attribute_text", "logs", "model", "traces"]

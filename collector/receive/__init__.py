@@ -12,4 +12,4 @@ from __future__ import annotations
 from .grpc import GrpcReceiver
 from .http import traces_app
 
-__all__ = ["GrpcReceiver", "traces_app"]
+__all__ = ["GrpcReceiver", "traces_app", "answers", "auth", "grpc", "http"]

@@ -12,7 +12,8 @@ from typing import Any
 
 from .base import Store, StoreError, StoreUnavailable
 
-__all__ = ["open_store", "Store", "StoreError", "StoreUnavailable"]
+__all__ = ["open_store", "Store", "StoreError", "StoreUnavailable",
+           "base", "cluster", "declared", "embedded", "migrations", "server"]
 
 
 def open_store(config_or_url: Any, data_dir: str | None = None, retention_days: int | None = None) -> Store:

@@ -10,4 +10,4 @@ Nothing here imports the read side.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["convert", "genai_events", "ingest", "reassemble", "rows", "sink", "spool", "workers"]

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..conventions._convention import json_text
+from ..conventions import json_text
 from ..conventions.events import contribute, is_genai_content_event
 from ..otlp.model import DecodedLogRecord
 from ..record import GenAIEvent

@@ -85,6 +85,12 @@ def converted_export(spans: list[DecodedSpan], records: list[RequestRecord], tok
                            mapped_blocks=sum(len(record.blocks) for record in records if record.mapped))
 
 
+def write_records(store, records: list[RequestRecord], *, genai_events=()) -> None:
+    """Insert ``records`` (and GenAI events) as the write path lays them out, without spans."""
+    for table, columns in build_tables([], records, genai_events=genai_events).non_empty():
+        store.insert(table, columns)
+
+
 def make_batch(first: int, count: int, *, started_at_ns: int, token: str | None = None,
                content: bool = True) -> ConvertedExport:
     """One export of ``count`` requests, as the sink receives it."""

@@ -16,7 +16,7 @@ from promptprism.collector.read.insight import grafana
 from promptprism.collector.read.insight.queries import QUERIES
 
 from collector.read.insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
-from collector.read.insight.conftest import write_records
+from collector.write_path_samples import write_records
 from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,7 +229,7 @@ def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     from promptprism.collector.read import lookups
 
     from collector.log_samples import OPENAI_V2_EVENTS
-    from collector.read.insight.test_event_prompts import span_record, write_events
+    from collector.event_samples import span_record, write_events
 
     from promptprism.wire import names
 

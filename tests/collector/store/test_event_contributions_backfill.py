@@ -26,8 +26,8 @@ from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.write.rows import build_tables
 from promptprism.wire import names
 
+from ..event_samples import span_record, view_prompt
 from ..log_samples import OPENAI_V2_EVENTS, SYSTEM_PROMPT, logs_payload
-from ..read.insight.test_event_prompts import span_record, view_prompt
 from .older_schema import stored_columns, write_as_of
 
 DETAILS_PROMPT = "Réponds en français. 🍵"

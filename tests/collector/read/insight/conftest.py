@@ -1,5 +1,6 @@
 """The scripted scenario written through the write path's own row builder
-(collector/write/rows.py) into a fresh migrated database."""
+(collector/write/rows.py, via write_path_samples.write_records) into a fresh
+migrated database."""
 
 from __future__ import annotations
 
@@ -7,14 +8,8 @@ import time
 
 import pytest
 
+from ...write_path_samples import write_records
 from . import scenario
-
-
-def write_records(store, records, *, genai_events=()) -> None:
-    from promptprism.collector.write.rows import build_tables
-
-    for table, columns in build_tables([], records, genai_events=genai_events).non_empty():
-        store.insert(table, columns)
 
 
 @pytest.fixture

@@ -21,22 +21,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from promptprism.collector.otlp.logs import decode_protobuf
-from promptprism.collector.otlp.model import DecodedSpan
-from promptprism.collector.read import lookups
 from promptprism.collector.read.insight import report
 from promptprism.collector.read.insight.queries import QUERIES, STORE
 from promptprism.collector.read.insight.report import Filters, Window
-from promptprism.collector.write.genai_events import split_logs
 from promptprism.collector.conventions.system_prompt import WHOLE_PROMPT_BLOCK_NAME, WHOLE_PROMPT_LAYER
-from promptprism.collector.write.reassemble import build_record
 from promptprism.wire import names
 
+from ...event_samples import BLOCK_FIELDS, SERVICE, api_prompt, genai_events, span_record, view_prompt, write_events
 from ...log_samples import OPENAI_V2_EVENTS, OPENAI_V2_SPAN_INPUT, OPENAI_V2_SPAN_OUTPUT, SYSTEM_PROMPT, \
     logs_payload
-from .conftest import write_records
+from ...write_path_samples import write_records
 
-SERVICE = "openai-v2-app"
 DETAILS = names.EVENT_INFERENCE_DETAILS
 UNICODE_PROMPT = "Réponds en français. 回答は簡潔に。 🍵"
 
@@ -114,48 +109,6 @@ CASES = [
          OPENAI_V2_EVENTS, SYSTEM_PROMPT, span_sha256=hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest().upper()),
     Case("a prompt hash on the span that does not match the text", OPENAI_V2_EVENTS, None, span_sha256="0" * 64),
 ]
-
-
-def span_record(trace_id: int, span_id: int, started_at_ns: int, *, service: str = SERVICE, span_sha256: str = "",
-                **extra):
-    """The request span another instrumentation sends when content goes as logs: no content on it."""
-    attributes = {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_SYSTEM: "openai",
-                  names.GEN_AI_REQUEST_MODEL: "gpt-test", **extra}
-    if span_sha256:
-        attributes[names.PROMPT_SHA256] = span_sha256
-    return build_record(DecodedSpan(f"{trace_id:032x}", f"{span_id:016x}", "", "", "chat gpt-test", "Client",
-                                    started_at_ns, started_at_ns + 10**9, "Unset", "", service, {},
-                                    "opentelemetry.instrumentation.openai_v2", "", attributes, [], []))
-
-
-def genai_events(payload: bytes) -> list:
-    return split_logs(decode_protobuf(payload).records).genai_events
-
-
-def write_events(store, events, trace_id: int, span_id: int, **options) -> bytes:
-    """Write the events as the logs path does; return the export payload."""
-    payload = logs_payload(events, trace_id=trace_id, span_id=span_id, **options)
-    write_records(store, [], genai_events=genai_events(payload))
-    return payload
-
-
-def api_prompt(store, span_id: int) -> dict:
-    return lookups.request(store, f"{span_id:016x}")["prompt"]
-
-
-BLOCK_FIELDS = ("index", "name", "layer", "stability", "source", "start", "end", "size", "sha256")
-
-
-def view_prompt(store, span_id: int) -> tuple[dict, list[dict]]:
-    request_id = f"{span_id:016x}"
-    [row] = store.query(
-        "SELECT prompt_bytes, prompt_sha256, block_count, prompt_from_events FROM {db:Identifier}.prompt_requests "
-        "WHERE request_id = {request_id:String}", {"db": store.database, "request_id": request_id})
-    blocks = store.query(
-        "SELECT `index`, name, layer, stability, source, start, `end`, size, sha256 "
-        "FROM {db:Identifier}.prompt_blocks WHERE request_id = {request_id:String} ORDER BY `index`",
-        {"db": store.database, "request_id": request_id})
-    return row, blocks
 
 
 def test_the_views_serve_the_prompt_the_api_serves(store):

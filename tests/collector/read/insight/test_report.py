@@ -9,8 +9,8 @@ from promptprism.collector.read.insight.queries import BYTES_PER_TOKEN, QUERIES,
 from promptprism.collector.read.errors import BadArgument
 from promptprism.collector.read.insight.report import Filters, Window
 
+from ...write_path_samples import write_records
 from . import scenario
-from .conftest import write_records
 
 
 def _window(now_ns: int, since: str) -> Window:
