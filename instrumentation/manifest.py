@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from ..wire import names
 from ..wire.canonical import BYTES_PER_TOKEN, canonical_bytes, canonical_json, canonical_size, sha256_hex
@@ -43,7 +43,15 @@ from ._dialects import (
     tool_definitions,
     tool_name,
 )
-from ._safe_text import endpoint_class, fingerprint, safe_error_text, safe_identifier
+from ._safe_text import (
+    HOST_LOOPBACK,
+    HOST_PRIVATE,
+    HOST_PUBLIC,
+    endpoint_class,
+    fingerprint,
+    safe_error_text,
+    safe_identifier,
+)
 
 # The manifest's helpers live in wire.canonical, ._dialects and ._safe_text; they
 # stay importable from here, where the provider wrappers, the preview command
@@ -52,8 +60,8 @@ __all__ = [
     "BYTES_PER_TOKEN", "ESTIMATE_MARGIN", "MANIFEST_SCHEMA_VERSION",
     "BodyShape", "ManifestError", "RequestManifest", "ToolEntry",
     "body_shape", "build_manifest", "canonical_bytes", "canonical_json", "canonical_size", "detect_dialect",
-    "endpoint_class", "estimate_tokens", "fingerprint", "safe_error_text", "safe_identifier", "sha256_hex",
-    "body_system_text", "tool_definitions",
+    "endpoint_class", "estimate_tokens", "fingerprint", "json_schema", "safe_error_text", "safe_identifier",
+    "sha256_hex", "body_system_text", "tool_definitions",
 ]
 
 # Bump when a field of the manifest changes meaning; stored on every span.
@@ -68,43 +76,92 @@ class ManifestError(ValueError):
     """The body cannot be described (not a JSON object, unknown dialect)."""
 
 
+# How pydantic reads the declarations below when json_schema() derives the
+# JSON Schema from them (a plain dict: building a manifest never imports pydantic).
+# Every field is always present in the JSON, and nothing else is.
+_SCHEMA_CONFIG = {"use_attribute_docstrings": True, "json_schema_serialization_defaults_required": True,
+                  "extra": "forbid"}
+# A digest in the manifest: lowercase hex sha256.
+SHA256_PATTERN = "^[0-9a-f]{64}$"
+# An identifier in the manifest: as sent when it passes safe_identifier's allowlist, else its fingerprint.
+IDENTIFIER_DESCRIPTION = ("as sent when it matches [A-Za-z0-9._:/-]{1,64} and does not look like a credential, "
+                          "else sha256:<12 hex> of it")
+
+
 @dataclass(frozen=True)
 class ToolEntry:
     """One tool definition: safe name, canonical size and hash of its JSON."""
 
+    __pydantic_config__ = {**_SCHEMA_CONFIG, "title": "ToolEntry"}
+
     name: str | None
+    """The tool's name (identifier rule), null when the definition has none."""
     size: int
+    """Bytes of the definition's canonical JSON."""
     sha256: str
+    """sha256 of the definition's canonical JSON."""
 
 
 @dataclass(frozen=True)
 class RequestManifest:
+    """What one LLM request body is made of, in bytes of its canonical JSON (README "The request manifest")."""
+
+    __pydantic_config__ = {**_SCHEMA_CONFIG, "title": "RequestManifest"}
+
     schema_version: int
-    dialect: str
+    """Version of this layout (MANIFEST_SCHEMA_VERSION); bumped when a field changes meaning."""
+    dialect: Literal[names.DIALECT_CHAT_COMPLETIONS, names.DIALECT_ANTHROPIC_MESSAGES, names.DIALECT_OPENAI_RESPONSES]
+    """The body's API shape."""
     body_sha256: str
+    """sha256 of the canonical JSON body: key order does not matter, any value change does."""
     bytes_total: int
+    """Bytes of the canonical JSON body; system + tools + messages + framing, exactly."""
     bytes_system: int
+    """Bytes of the system prompt values (system / instructions, leading system and developer messages)."""
     bytes_tools: int
+    """Bytes of the tool definitions."""
     bytes_messages: int
+    """Bytes of the messages after the leading system ones."""
     bytes_framing: int
+    """Bytes of everything else: keys, brackets and every other parameter."""
     bytes_tool_results: int
+    """Part of bytes_messages: tool outputs."""
     bytes_attachments: int
+    """Part of bytes_messages: images, files, audio, documents."""
     messages_count: int
+    """Messages after the leading system ones."""
     tools_count: int
+    """Tool definitions on the request."""
     tools_catalog_sha256: str | None
+    """sha256 of the whole tool catalog in order; null without tools."""
     tools: tuple[ToolEntry, ...]
+    """Each tool definition, in order."""
     model: str | None
+    """The requested model (identifier rule); null when the body names none."""
     stream: bool
+    """Whether the body asks for a streamed answer."""
     max_output_tokens: int | None
+    """The output tokens the request reserves, when it sets a limit."""
     reasoning_effort: str | None
+    """reasoning_effort, reasoning.effort, output_config.effort or thinking.type (identifier rule)."""
     reasoning_budget_tokens: int | None
+    """thinking.budget_tokens, when set."""
     tokens_estimate: int
+    """Estimated input tokens: ~4 bytes per token + 5 % margin, not a tokenizer."""
     context_window: int | None
+    """The model's context window in tokens, when configured."""
     headroom_tokens: int | None
-    endpoint_host_class: str | None = None
+    """What the window leaves after the estimate and the reserved output; negative when it does not fit."""
+    endpoint_host_class: Literal[HOST_LOOPBACK, HOST_PRIVATE, HOST_PUBLIC] | None = None
+    """Where the request goes, when known: never the URL."""
     endpoint_fingerprint: str | None = None
-    # Estimated tokens per byte class, for the preview table.
+    """sha256:<12 hex> of scheme://host:port, when known."""
     tokens_by_class: Mapping[str, int] = field(default_factory=dict)
+    """Estimated tokens of the system, tools, messages and framing classes."""
+    dialect_detected: bool = False
+    """True when the dialect was detected from the body rather than given."""
+    tokens_are_estimates: Literal[True] = True
+    """Always true: every token count here is an estimate."""
 
     def attributes(self) -> dict[str, Any]:
         """The ``promptprism.request.*`` span attributes (None values left out)."""
@@ -135,11 +192,40 @@ class RequestManifest:
         return {key: value for key, value in attributes.items() if value is not None}
 
     def to_json(self) -> dict[str, Any]:
+        """The manifest as a JSON object, the shape ``json_schema()`` describes."""
         data = asdict(self)
         data["tools"] = [asdict(tool) for tool in self.tools]
         data["tokens_by_class"] = dict(self.tokens_by_class)
-        data["tokens_are_estimates"] = True
         return data
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``RequestManifest.to_json()``, derived from the declarations above.
+
+    pydantic reads the dataclasses' fields, types and attribute docstrings
+    (imported here only: building a manifest needs the standard library alone).
+    """
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(RequestManifest).json_schema(mode="serialization")
+    definitions = [schema, *schema.get("$defs", {}).values()]
+    for definition in definitions:
+        for name, prop in definition.get("properties", {}).items():
+            if name == "sha256" or name.endswith("_sha256"):
+                _restrict_strings(prop, SHA256_PATTERN)
+            if name in ("name", "model", "reasoning_effort"):
+                prop["description"] = f"{prop['description']} Identifier rule: {IDENTIFIER_DESCRIPTION}."
+    properties = schema["properties"]
+    properties["schema_version"]["const"] = MANIFEST_SCHEMA_VERSION
+    properties["tokens_by_class"]["propertyNames"] = {"enum": ["system", "tools", "messages", "framing"]}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def _restrict_strings(prop: dict[str, Any], pattern: str) -> None:
+    """Put ``pattern`` on the string branch of a property (a plain string, or string-or-null)."""
+    for branch in prop.get("anyOf", [prop]):
+        if branch.get("type") == "string":
+            branch["pattern"] = pattern
 
 
 def estimate_tokens(byte_count: int) -> int:
@@ -159,6 +245,7 @@ def build_manifest(
     """Describe one request body. ``dialect`` is detected when None."""
     if not isinstance(body, Mapping):
         raise ManifestError("the request body must be a JSON object")
+    detected = not dialect
     dialect = dialect or detect_dialect(body)
     if dialect not in names.DIALECTS:
         raise ManifestError(f"unknown dialect {safe_identifier(dialect)}; expected one of {', '.join(names.DIALECTS)}")
@@ -221,4 +308,5 @@ def build_manifest(
             "messages": estimate_tokens(messages),
             "framing": estimate_tokens(framing),
         },
+        dialect_detected=detected,
     )

@@ -2,8 +2,9 @@
 
 Reads a provider request body (a file, or ``-`` for standard input), builds
 the same manifest the provider wrappers put on every span and prints it as a
-table or, with ``--json``, as one JSON object. Works on the base install: the
-manifest is standard library only.
+table or, with ``--json``, as one JSON object; ``--schema`` prints the JSON
+Schema of that object (derived from the manifest's declaration). Works on the
+base install.
 
 Nothing from the body is printed as text: identifiers pass an allowlist or
 appear as fingerprints, and parse errors are reduced word by word.
@@ -22,7 +23,7 @@ from promptprism.instrumentation.manifest import (
     ManifestError,
     RequestManifest,
     build_manifest,
-    detect_dialect,
+    json_schema,
     safe_error_text,
 )
 from promptprism.wire import names
@@ -41,11 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "tool catalog, estimated tokens and headroom. Token counts are estimates "
                     f"(~{BYTES_PER_TOKEN} bytes per token + {ESTIMATE_MARGIN:.0%}).",
     )
-    parser.add_argument("body", metavar="BODY.json", help="request body as JSON; - reads standard input")
+    parser.add_argument("body", metavar="BODY.json", nargs="?",
+                        help="request body as JSON; - reads standard input")
     parser.add_argument("--dialect", choices=names.DIALECTS, help="body format (detected when absent)")
     parser.add_argument("--context-window", type=_positive_int, metavar="N",
                         help="model context window in tokens, for the headroom line")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    parser.add_argument("--schema", action="store_true",
+                        help="print the JSON Schema of the --json object instead (no BODY.json needed)")
     parser.set_defaults(handler=run)
 
 
@@ -60,21 +64,26 @@ def _positive_int(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.schema:
+        _print_json(json_schema())
+        return 0
+    if args.body is None:
+        raise CommandError("give a request body (BODY.json, or - for standard input), or --schema")
     body = _read_body(args.body)
-    detected = args.dialect is None
     try:
-        dialect = args.dialect or detect_dialect(body)
-        manifest = build_manifest(body, dialect, context_window=args.context_window)
+        manifest = build_manifest(body, args.dialect, context_window=args.context_window)
     except ManifestError as error:
         raise CommandError(safe_error_text(str(error))) from None
     if args.json:
-        data = manifest.to_json()
-        data["dialect_detected"] = detected
-        json.dump(data, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        _print_json(manifest.to_json())
     else:
-        sys.stdout.write(render_table(manifest, detected=detected))
+        sys.stdout.write(render_table(manifest))
     return 0
+
+
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
 
 
 def _read_body(path: str) -> Any:
@@ -95,10 +104,10 @@ def _read_body(path: str) -> Any:
     return body
 
 
-def render_table(manifest: RequestManifest, *, detected: bool = False) -> str:
+def render_table(manifest: RequestManifest) -> str:
     total = manifest.bytes_total or 1
     lines = [
-        f"dialect            {manifest.dialect}{' (detected)' if detected else ''}",
+        f"dialect            {manifest.dialect}{' (detected)' if manifest.dialect_detected else ''}",
         f"model              {manifest.model or '-'}",
         f"body sha256        {manifest.body_sha256[:TABLE_DIGEST_DIGITS]}…",
         f"manifest schema    {manifest.schema_version}",

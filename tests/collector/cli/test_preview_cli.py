@@ -116,3 +116,25 @@ def test_installed_command_reads_stdin_and_imports_no_provider_library(tmp_path)
     assert shown["dialect"] == names.DIALECT_OPENAI_RESPONSES and shown["dialect_detected"] is True
     assert shown["reasoning_effort"] == "low"
     assert shown["bytes_system"] + shown["bytes_tools"] + shown["bytes_messages"] + shown["bytes_framing"] == shown["bytes_total"]
+
+
+def test_schema_flag_prints_the_schema_that_the_json_output_validates_against(tmp_path):
+    import jsonschema
+
+    from promptprism.instrumentation.manifest import json_schema
+
+    status, out, _ = run_cli(["preview", "--schema"])
+    assert status == 0
+    schema = json.loads(out)
+    assert schema == json_schema()
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "S" * 400,
+            "tools": [{"name": "search", "input_schema": {"type": "object"}}],
+            "messages": [{"role": "user", "content": "hello"}]}
+    status, out, _ = run_cli(["preview", write_body(str(tmp_path), body), "--json", "--context-window", "1500"])
+    assert status == 0
+    jsonschema.validate(json.loads(out), schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_preview_without_a_body_or_schema_is_a_clear_error():
+    status, _, err = run_cli(["preview"])
+    assert status == 1 and "BODY.json" in err and "--schema" in err

@@ -145,6 +145,22 @@ MATRIX = [(dialect, is_async, stream) for dialect in names.DIALECTS for is_async
           for stream in (False, True)]
 
 
+@pytest.mark.parametrize("dialect", names.DIALECTS)
+def test_the_manifest_of_what_a_real_client_sent_fits_its_json_schema(fake_provider, spans, dialect):
+    import jsonschema
+
+    from promptprism.instrumentation.manifest import build_manifest, json_schema
+
+    client = make_client(dialect, fake_provider, spans, is_async=False)
+    send(client, dialect, request_arguments(dialect, rendered_prompt().text, stream=True), stream=True, is_async=False)
+    body = json.loads(fake_provider.received[-1].body)
+    manifest = build_manifest(body, dialect, context_window=CONTEXT_WINDOW, endpoint=fake_provider.url)
+    jsonschema.validate(manifest.to_json(), json_schema(), cls=jsonschema.Draft202012Validator)
+    # The same manifest the wrapper put on the span.
+    attributes = dict(spans.only().attributes)
+    assert {key: attributes[key] for key in manifest.attributes()} == manifest.attributes()
+
+
 @pytest.mark.parametrize("dialect,is_async,stream", MATRIX,
                          ids=[f"{d}-{'async' if a else 'sync'}-{'stream' if s else 'plain'}" for d, a, s in MATRIX])
 def test_each_dialect_sync_async_stream_plain_records_one_span(fake_provider, spans, dialect, is_async, stream):
