@@ -148,26 +148,25 @@ def parse_address(name: str, value: str) -> tuple[str, int]:
     return host, port
 
 
-def parse_positive_int(name: str, value: Any) -> int:
+def parse_whole_number(name: str, value: Any, *, minimum: int = 1, meaning: str = "") -> int:
+    """A setting's whole number of at least ``minimum``, or a ConfigurationError naming the setting."""
     try:
         number = int(value)
     except (TypeError, ValueError):
         raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected a whole number") from None
-    if number < 1:
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: must be at least 1")
+    if number < minimum:
+        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: must be at least {minimum}{meaning}")
     return number
+
+
+def parse_positive_int(name: str, value: Any) -> int:
+    return parse_whole_number(name, value)
 
 
 def parse_ingest_workers(value: Any) -> int:
     if value is None:
         return default_ingest_workers()
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: expected a whole number") from None
-    if number < 0:
-        raise ConfigurationError(f"{PROMPTPRISM_INGEST_WORKERS}={value!r}: must be 0 (no workers) or more")
-    return number
+    return parse_whole_number("ingest_workers", value, minimum=0, meaning=" (0: no workers)")
 
 
 def _check_fields_match() -> None:  # keeps CollectorConfig and SETTINGS in step

@@ -458,13 +458,10 @@ def split_rendered(rendered: str, marked: Mapping[str, Any], values: Collection[
     it. Only this check and the stripping happen here, as whole-list operations
     that run in C; the blocks are laid out from the same pieces when first read.
     """
-    parts = rendered.split(SENTINEL)
-    if len(parts) % 3 != 1:
+    split = _split_triples(rendered, marked, SENTINEL)
+    if split is None:
         return None
-    try:
-        found = list(map(marked.__getitem__, parts[1::3]))
-    except KeyError:
-        return None
+    parts, found = split
     # A MarkedValue compares equal to exactly its text.
     if found != parts[2::3]:
         return None
@@ -488,19 +485,30 @@ def strip_sentinels(rendered: str, marked: Mapping[str, Any], sentinel: str,
     gives exactly the transformed text. ``None`` for any other shape: what
     Jinja2 alone would have rendered is then unknown.
     """
-    parts = rendered.split(sentinel)
-    if len(parts) % 3 != 1:
+    split = _split_triples(rendered, marked, sentinel)
+    if split is None:
         return None
-    try:
-        found = list(map(marked.__getitem__, parts[1::3]))
-    except KeyError:
-        return None
+    parts, found = split
     texts = parts[2::3]
     if found != texts and not (changed is not None and all(
             text == value or text == changed(value) for value, text in zip(found, texts))):
         return None
     del parts[1::3]
     return "".join(parts)
+
+
+def _split_triples(rendered: str, marked: Mapping[str, Any], sentinel: str) -> tuple[list[str], list[Any]] | None:
+    """``rendered`` cut on ``sentinel`` ([prose, key, text, prose, …]) and the value of each key in ``marked``.
+
+    ``None`` when the pieces do not come in triples or a key is not in ``marked``.
+    """
+    parts = rendered.split(sentinel)
+    if len(parts) % 3 != 1:
+        return None
+    try:
+        return parts, list(map(marked.__getitem__, parts[1::3]))
+    except KeyError:
+        return None
 
 
 def _marked_layout(parts: list[str], found: list[Any], template: Template | None,

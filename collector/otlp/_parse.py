@@ -1,8 +1,8 @@
 """What OTLP traces and logs share: parsing protobuf and OTLP/JSON, hex ids, AnyValue → Python.
 
 Pure, no I/O; ``traces`` and ``logs`` build on it. A payload that is not
-OTLP at all raises ``MalformedPayload``; ``rejection_message`` words the
-partial-success answer for the items that were left out.
+OTLP at all raises ``MalformedPayload``; ``Rejections`` counts the items
+that were left out and words the partial-success answer for them.
 
 Decoding is item by item: a span (or log record) that protobuf or the proto3
 JSON parser refuses on its own — invalid UTF-8 in a string, a lone
@@ -13,15 +13,17 @@ when that fails is it taken apart span by span (``parse_protobuf_items``,
 ``parse_json_items``). Rejection reasons are our own words, never the
 parser's text (which may quote the payload), so they are safe to log.
 
-The walk over attributes is the receive path's hot loop (~5 µs per
-event in Python; README, "The collector", throughput), so ``decode_attributes`` reads each protobuf
-``AnyValue`` once, with the oneof name checked against the common kinds first.
+The walk over attributes is the receive path's hot loop (~5 µs per event in
+Python; README, "The collector", throughput), so ``decode_attributes`` reads
+each protobuf ``AnyValue`` once, with the oneof name checked against the
+common kinds first.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format
@@ -71,13 +73,27 @@ class MalformedPayload(ValueError):
         return str(self).split(":", 1)[0]
 
 
-def rejection_message(rejected: int, details: list[str], noun: str) -> str:
-    """The partial-success message: the first details, then how many more."""
-    if not rejected:
-        return ""
-    more = rejected - len(details)
-    suffix = f"; and {more} more" if more > 0 else ""
-    return f"rejected {rejected} {noun}: " + "; ".join(details) + suffix
+@dataclass(slots=True)
+class Rejections:
+    """Items of an export left out (invalid ids, unparseable items): how many, and why for the first few."""
+
+    noun: str  # "span(s)", "log record(s)"
+    count: int = 0
+    details: list[str] = field(default_factory=list)
+
+    def add(self, detail: str) -> None:
+        self.count += 1
+        if len(self.details) < MAX_REJECTION_DETAILS:
+            self.details.append(detail)
+
+    @property
+    def message(self) -> str:
+        """The partial-success message: the first details, then how many more."""
+        if not self.count:
+            return ""
+        more = self.count - len(self.details)
+        suffix = f"; and {more} more" if more > 0 else ""
+        return f"rejected {self.count} {self.noun}: " + "; ".join(self.details) + suffix
 
 
 # --- parsing ---------------------------------------------------------------

@@ -46,17 +46,25 @@ def _go_float(value: float) -> str:
     return prefix + format(abs(Decimal(repr(value))).normalize(), "f")
 
 
-def _go_json(value: Any) -> str:
-    if value is None:
-        return "null"
+def _go_scalar(value: Any) -> str | None:
+    """A bool, int or finite float as Go writes it, alone or inside JSON alike; None for any other value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise ValueError("unsupported value")  # Go's json.Marshal fails the same way
+    if isinstance(value, float) and not (math.isnan(value) or math.isinf(value)):
         return _go_float(value)
+    return None
+
+
+def _go_json(value: Any) -> str:
+    if value is None:
+        return "null"
+    scalar = _go_scalar(value)
+    if scalar is not None:
+        return scalar
+    if isinstance(value, float):
+        raise ValueError("unsupported value")  # NaN, ±Inf: Go's json.Marshal fails the same way
     if isinstance(value, (bytes, bytearray)):
         return _go_json_string(base64.b64encode(bytes(value)).decode("ascii"))
     if isinstance(value, dict):
@@ -73,14 +81,11 @@ def otel_attribute_string(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    scalar = _go_scalar(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return f"json: unsupported value: {'NaN' if math.isnan(value) else ('+Inf' if value > 0 else '-Inf')}"
-        return _go_float(value)
+        return f"json: unsupported value: {'NaN' if math.isnan(value) else ('+Inf' if value > 0 else '-Inf')}"
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode("ascii")
     try:

@@ -22,7 +22,6 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from ...wire import names
 from ._parse import (
-    MAX_REJECTION_DETAILS,
     MAX_TIME_NS,
     SERVICE_NAME,
     SPAN_ID_BYTES,
@@ -38,7 +37,7 @@ from ._parse import (
     parse_json_items,
     parse_protobuf_items,
     parse_protobuf_request,
-    rejection_message,
+    Rejections,
 )
 from .model import DecodedLogRecord
 
@@ -52,17 +51,7 @@ _JSON_LISTS = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), (
 @dataclass(slots=True)
 class LogDecodeResult:
     records: list[DecodedLogRecord]
-    rejected_log_records: int = 0
-    rejection_details: list[str] = field(default_factory=list)
-
-    @property
-    def error_message(self) -> str:
-        return rejection_message(self.rejected_log_records, self.rejection_details, "log record(s)")
-
-    def reject(self, detail: str) -> None:
-        self.rejected_log_records += 1
-        if len(self.rejection_details) < MAX_REJECTION_DETAILS:
-            self.rejection_details.append(detail)
+    rejections: Rejections = field(default_factory=lambda: Rejections("log record(s)"))
 
 
 # --- parsing ---------------------------------------------------------------
@@ -100,7 +89,7 @@ def decode_request(request: ExportLogsServiceRequest, problems: list[str] = ()) 
     """The request's log records; ``problems``: records the parser already left out (``parse_*_items``)."""
     result = LogDecodeResult(records=[])
     for problem in problems:
-        result.reject(problem)
+        result.rejections.add(problem)
     sequence = 0
     for resource_logs in request.resource_logs:
         try:
@@ -119,7 +108,7 @@ def decode_request(request: ExportLogsServiceRequest, problems: list[str] = ()) 
                 trace_id = _hex_id(record.trace_id, TRACE_ID_BYTES)
                 span_id = _hex_id(record.span_id, SPAN_ID_BYTES)
                 if trace_id is None or span_id is None or (span_id and not trace_id):
-                    result.reject(f"log record {sequence}: invalid trace_id {record.trace_id.hex()!r} or "
+                    result.rejections.add(f"log record {sequence}: invalid trace_id {record.trace_id.hex()!r} or "
                                   f"span_id {record.span_id.hex()!r}")
                     sequence += 1
                     continue
@@ -127,7 +116,7 @@ def decode_request(request: ExportLogsServiceRequest, problems: list[str] = ()) 
                     attributes = decode_attributes(record.attributes)
                     body = decode_value(record.body) if record.HasField("body") else None
                 except ValueTooDeep as error:
-                    result.reject(f"log record {sequence}: {error}")
+                    result.rejections.add(f"log record {sequence}: {error}")
                     sequence += 1
                     continue
                 event_name = record.event_name

@@ -17,7 +17,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ._parse import (
-    MAX_REJECTION_DETAILS,
     MAX_TIME_NS,
     SERVICE_NAME,
     SPAN_ID_BYTES,
@@ -32,7 +31,7 @@ from ._parse import (
     parse_json_items,
     parse_protobuf_items,
     parse_protobuf_request,
-    rejection_message,
+    Rejections,
 )
 from .model import DecodedSpan, SpanEvent, SpanLink
 
@@ -44,17 +43,7 @@ STATUS_CODES = ("Unset", "Ok", "Error")
 @dataclass(slots=True)
 class DecodeResult:
     spans: list[DecodedSpan]
-    rejected_spans: int = 0
-    rejection_details: list[str] = field(default_factory=list)
-
-    @property
-    def error_message(self) -> str:
-        return rejection_message(self.rejected_spans, self.rejection_details, "span(s)")
-
-    def reject(self, detail: str) -> None:
-        self.rejected_spans += 1
-        if len(self.rejection_details) < MAX_REJECTION_DETAILS:
-            self.rejection_details.append(detail)
+    rejections: Rejections = field(default_factory=lambda: Rejections("span(s)"))
 
 
 # --- parsing ---------------------------------------------------------------
@@ -101,7 +90,7 @@ def decode_request(request: ExportTraceServiceRequest, problems: list[str] = ())
     """The request's spans; ``problems``: spans the parser already left out (``parse_*_items``)."""
     result = DecodeResult(spans=[])
     for problem in problems:
-        result.reject(problem)
+        result.rejections.add(problem)
     spans = result.spans
     for resource_spans in request.resource_spans:
         try:
@@ -117,7 +106,7 @@ def decode_request(request: ExportTraceServiceRequest, problems: list[str] = ())
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 problem = _id_problem(trace_id, span_id, parent)
                 if problem:
-                    result.reject(f"span {span.name!r}: {problem}")
+                    result.rejections.add(f"span {span.name!r}: {problem}")
                     continue
                 status = span.status
                 kind = span.kind
@@ -128,7 +117,7 @@ def decode_request(request: ExportTraceServiceRequest, problems: list[str] = ())
                     links = [SpanLink(link.trace_id.hex(), link.span_id.hex(), link.trace_state,
                                       decode_attributes(link.attributes)) for link in span.links]
                 except ValueTooDeep as error:
-                    result.reject(f"span {span.name!r}: {error}")
+                    result.rejections.add(f"span {span.name!r}: {error}")
                     continue
                 spans.append(DecodedSpan(
                     trace_id=trace_id.hex(),

@@ -72,7 +72,7 @@ def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
     records, unmapped = reassemble(decoded.spans)
     tables = build_tables(decoded.spans, records)
     mapped_blocks = sum(len(record.blocks) for record in records if record.mapped)
-    return ConvertedExport(tables, token, len(decoded.spans), decoded.rejected_spans, decoded.error_message,
+    return ConvertedExport(tables, token, len(decoded.spans), decoded.rejections.count, decoded.rejections.message,
                            len(records), mapped_blocks, unmapped)
 
 
@@ -83,8 +83,8 @@ def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
     split = split_logs(decoded.records)
     tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records)
     token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
-    return ConvertedExport(tables, token, len(decoded.records), decoded.rejected_log_records,
-                           decoded.error_message, genai_events=len(split.genai_events),
+    return ConvertedExport(tables, token, len(decoded.records), decoded.rejections.count,
+                           decoded.rejections.message, genai_events=len(split.genai_events),
                            other_log_records=len(split.log_records),
                            unjoinable_genai_events=split.unjoinable_genai_events)
 

@@ -41,7 +41,7 @@ def sdk_spans():
 def test_protobuf_from_the_sdk_encoder():
     payload = encode_spans(sdk_spans()).SerializeToString()
     result = decode_protobuf(payload)
-    assert result.rejected_spans == 0 and result.error_message == ""
+    assert result.rejections.count == 0 and result.rejections.message == ""
     chat, agent = result.spans
     assert chat.parent_span_id == agent.span_id and agent.parent_span_id == ""
     assert len(chat.trace_id) == 32 and len(chat.span_id) == 16 and chat.trace_id == agent.trace_id
@@ -90,8 +90,8 @@ def test_invalid_ids_reject_only_that_span(bad_ids):
     spans.append({**spans[0], **bad_ids, "name": "broken"})
     result = decode_json(json.dumps(document).encode())
     assert [span.name for span in result.spans] == ["chat"]
-    assert result.rejected_spans == 1
-    assert result.error_message.startswith("rejected 1 span(s): span 'broken': invalid")
+    assert result.rejections.count == 1
+    assert result.rejections.message.startswith("rejected 1 span(s): span 'broken': invalid")
 
 
 def test_many_rejections_keep_the_message_short():
@@ -99,8 +99,8 @@ def test_many_rejections_keep_the_message_short():
     spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
     spans[:] = [{**spans[0], "spanId": ""} for _ in range(100)]
     result = decode_json(json.dumps(document).encode())
-    assert result.rejected_spans == 100 and result.spans == []
-    assert result.error_message.count("invalid span_id") == 5 and result.error_message.endswith("and 95 more")
+    assert result.rejections.count == 100 and result.spans == []
+    assert result.rejections.message.count("invalid span_id") == 5 and result.rejections.message.endswith("and 95 more")
 
 
 @pytest.mark.parametrize("payload", [b"\xff\xff\xff\xff", b"\x0a\x05abc", b"\x0a\xff\xff\xff\xff\x0f"])
@@ -125,7 +125,7 @@ def test_garbage_json_is_malformed(payload):
 ])
 def test_a_span_the_json_parser_refuses_is_rejected_alone(span):
     result = decode_json(b'{"resourceSpans": [{"scopeSpans": [{"spans": [' + span + b"]}]}]}")
-    assert result.spans == [] and result.rejected_spans == 1 and result.error_message.startswith("rejected 1 span(s)")
+    assert result.spans == [] and result.rejections.count == 1 and result.rejections.message.startswith("rejected 1 span(s)")
 
 
 def test_empty_payloads_are_valid_and_empty():

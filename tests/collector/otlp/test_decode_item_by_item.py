@@ -28,17 +28,17 @@ def test_protobuf_spans(kind):
     result = traces.decode_protobuf(bad_items.traces_protobuf(kind))
     assert [span.name for span in result.spans] == [f"chat {n}" for n in range(GOOD + 1) if n != BAD_POSITION]
     assert result.spans[0].service == bad_items.SERVICE and result.spans[0].scope_name == "bad-items"
-    assert result.rejected_spans == 1
-    assert result.error_message.startswith(f"rejected 1 span(s): span {BAD_POSITION}: {REASONS[kind]}")
-    assert "\\x" not in result.error_message and "bad" not in result.error_message  # our words, not the payload
+    assert result.rejections.count == 1
+    assert result.rejections.message.startswith(f"rejected 1 span(s): span {BAD_POSITION}: {REASONS[kind]}")
+    assert "\\x" not in result.rejections.message and "bad" not in result.rejections.message  # our words, not the payload
 
 
 @pytest.mark.parametrize("kind", ["lone_surrogate", "nested_120"])
 def test_json_spans(kind):
     result = traces.decode_json(bad_items.traces_json(kind))
     assert len(result.spans) == GOOD and f"chat {BAD_POSITION}" not in {span.name for span in result.spans}
-    assert result.rejected_spans == 1
-    assert result.error_message.startswith(f"rejected 1 span(s): span {BAD_POSITION}: {REASONS[kind]}")
+    assert result.rejections.count == 1
+    assert result.rejections.message.startswith(f"rejected 1 span(s): span {BAD_POSITION}: {REASONS[kind]}")
 
 
 @pytest.mark.parametrize("kind", ["invalid_utf8", "nested_120", "nested_1000"])
@@ -46,15 +46,15 @@ def test_protobuf_log_records(kind):
     result = logs.decode_protobuf(bad_items.logs_protobuf(kind))
     assert [record.body for record in result.records] == [
         f"record {n}" for n in range(GOOD + 1) if n != BAD_POSITION]
-    assert result.rejected_log_records == 1
-    assert result.error_message.startswith(f"rejected 1 log record(s): log record {BAD_POSITION}: {REASONS[kind]}")
+    assert result.rejections.count == 1
+    assert result.rejections.message.startswith(f"rejected 1 log record(s): log record {BAD_POSITION}: {REASONS[kind]}")
 
 
 @pytest.mark.parametrize("kind", ["lone_surrogate", "nested_120"])
 def test_json_log_records(kind):
     result = logs.decode_json(bad_items.logs_json(kind))
-    assert len(result.records) == GOOD and result.rejected_log_records == 1
-    assert REASONS[kind] in result.error_message
+    assert len(result.records) == GOOD and result.rejections.count == 1
+    assert REASONS[kind] in result.rejections.message
 
 
 def test_a_value_just_past_the_bound_rejects_its_span_and_one_at_it_is_kept():
@@ -74,11 +74,11 @@ def test_a_value_just_past_the_bound_rejects_its_span_and_one_at_it_is_kept():
 
     _, at_bound = export(MAX_VALUE_DEPTH)
     result = traces.decode_protobuf(at_bound)
-    assert len(result.spans) == 2 and result.rejected_spans == 0
+    assert len(result.spans) == 2 and result.rejections.count == 0
     _, past = export(MAX_VALUE_DEPTH + 1)
     result = traces.decode_protobuf(past)
-    assert [span.name for span in result.spans] == ["chat 0"] and result.rejected_spans == 1
-    assert f"span 'chat 1': a value nested deeper than {MAX_VALUE_DEPTH} levels" in result.error_message
+    assert [span.name for span in result.spans] == ["chat 0"] and result.rejections.count == 1
+    assert f"span 'chat 1': a value nested deeper than {MAX_VALUE_DEPTH} levels" in result.rejections.message
 
 
 def test_json_too_deep_for_python_is_malformed_not_a_crash():
@@ -88,7 +88,7 @@ def test_json_too_deep_for_python_is_malformed_not_a_crash():
 
 def test_json_nested_within_what_python_reads_rejects_only_that_span():
     result = traces.decode_json(bad_items.deep_json_traces(200))
-    assert len(result.spans) == GOOD and result.rejected_spans == 1
+    assert len(result.spans) == GOOD and result.rejections.count == 1
 
 
 @pytest.mark.parametrize("payload", [

@@ -18,7 +18,7 @@ from ..log_samples import OPENAI_V2_EVENTS, SPAN_ID, SYSTEM_PROMPT, TRACE_ID, WA
 
 def test_protobuf_from_the_sdk_encoder_keeps_order_ids_and_bodies():
     result = decode_protobuf(logs_payload(extra=[WARNING]))
-    assert result.rejected_log_records == 0
+    assert result.rejections.count == 0
     records = result.records
     assert [record.event_name for record in records] == [name for name, _ in OPENAI_V2_EVENTS] + [""]
     assert [record.sequence for record in records] == list(range(6))
@@ -72,8 +72,8 @@ def test_bad_ids_are_rejected_alone_with_partial_success():
     orphan = scope.log_records.add()  # a span id without a trace id means nothing
     orphan.span_id = bytes(range(1, 9))
     result = decode_protobuf(request.SerializeToString())
-    assert len(result.records) == 1 and result.rejected_log_records == 2
-    assert result.error_message.startswith("rejected 2 log record(s): log record 1: invalid trace_id '0102'")
+    assert len(result.records) == 1 and result.rejections.count == 2
+    assert result.rejections.message.startswith("rejected 2 log record(s): log record 1: invalid trace_id '0102'")
 
 
 def test_json_id_that_is_not_hex_rejects_the_record_not_the_payload():
@@ -82,7 +82,7 @@ def test_json_id_that_is_not_hex_rejects_the_record_not_the_payload():
         {"body": {"stringValue": "no context"}},
     ]}]}]}
     result = decode_json(json.dumps(document).encode())
-    assert result.rejected_log_records == 1
+    assert result.rejections.count == 1
     assert [record.body for record in result.records] == ["no context"]
 
 
@@ -102,7 +102,7 @@ def test_a_record_the_json_parser_refuses_is_rejected_alone():
         {"timeUnixNano": "soon"}, {"body": {"stringValue": "kept"}}]}]}]}).encode()
     result = decode_json(payload)
     assert [record.body for record in result.records] == ["kept"]
-    assert result.error_message.startswith("rejected 1 log record(s): log record 0: not a valid OTLP/JSON item")
+    assert result.rejections.message.startswith("rejected 1 log record(s): log record 0: not a valid OTLP/JSON item")
 
 
 def test_times_past_the_stores_nanosecond_range_are_clamped_not_a_failed_batch():
