@@ -12,7 +12,9 @@ process, one after the other:
 Prints spans/s and blocks/s for each and the collector's ratio to the noop
 servicer (goal ≥ 0.35×); ``--stages`` prints instead the single-threaded
 cost of each stage for one export (parse, decode, reassemble, rows, inserts).
-Run: ``python benchmarks/ingest.py [--batches N] [--stages]``.
+Run: ``python benchmarks/ingest.py [--batches N] [--stages]``;
+``--baseline PATH [--rounds N]`` runs it here and in another checkout (with
+its own .venv) in alternation and prints new/old ratios.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from promptprism.collector.otlp.traces import decode_protobuf
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.wire import names
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _baseline import Figure, compare  # noqa: E402
 
 SPANS_PER_BATCH = 512
 BLOCKS_PER_SPAN = 40
@@ -193,6 +198,15 @@ def report(label: str, spans: int, seconds: float) -> float:
     return rate
 
 
+# What --baseline reads from each tree's output (report() and the ratio lines below).
+FIGURES = [
+    Figure("noop spans/s", r"(?m)^noop\s+\d+ spans in\s+[\d.]+ s\s+(\d+) spans/s", "spans/s", False),
+    Figure("decode spans/s", r"(?m)^decode\s+\d+ spans in\s+[\d.]+ s\s+(\d+) spans/s", "spans/s", False),
+    Figure("collector spans/s", r"(?m)^collector\s+\d+ spans in\s+[\d.]+ s\s+(\d+) spans/s", "spans/s", False),
+    Figure("collector / noop", r"ratio collector/noop\s+([\d.]+)×", "x", False),
+]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=8, help="exports of 512 spans per run (default 8)")
@@ -201,7 +215,14 @@ def main() -> int:
                         help="conversion processes for the collector run (default: the collector's; 0 = in-process)")
     parser.add_argument("--stages", action="store_true",
                         help="only time each stage on one export (its own chdb store: one per process)")
+    parser.add_argument("--baseline", metavar="PATH",
+                        help="another checkout (with its .venv) to compare with, run in alternation")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs per tree with --baseline (default 3)")
     args = parser.parse_args()
+    if args.baseline:
+        passed = [f"--batches={args.batches}", *(["--default-gc"] if args.default_gc else []),
+                  *([f"--ingest-workers={args.ingest_workers}"] if args.ingest_workers is not None else [])]
+        return compare("ingest.py", args.baseline, FIGURES, rounds=args.rounds, arguments=passed)
     print(f"building {args.batches} × 2 exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …", flush=True)
     warmup = [build_batch(1_000_000 + number) for number in range(2)]
     payloads = [build_batch(number) for number in range(args.batches)]

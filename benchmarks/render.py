@@ -9,11 +9,16 @@ Run: ``.venv/bin/python benchmarks/render.py``. Timings are medians of several
 interleaved rounds (each round times both sides back to back), so a busy
 neighbour on a shared machine skews both sides alike; ratios are of medians.
 The render breakdown times the stages of a segmented render on their own.
+``--baseline PATH [--rounds N]`` runs this script here and in another
+checkout (with its own .venv) in alternation and prints new/old ratios.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
+import sys
 import time
 from typing import Callable
 
@@ -23,6 +28,9 @@ from promptprism.instrumentation import prompt_tracer_provider, record_llm_reque
 from promptprism.instrumentation._segments import block, build_prompt, inline, split_rendered
 from promptprism.instrumentation._templates import ENVIRONMENT_OPTIONS, TemplateCatalog, _globals_of, _render
 from promptprism.wire import names
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _baseline import Figure, compare  # noqa: E402
 
 # Many short rounds: on a shared 2-core machine the load changes within a
 # second, and a short round times both sides under about the same load.
@@ -217,6 +225,29 @@ def benchmark_record() -> None:
           "(content + default redaction)")
 
 
-if __name__ == "__main__":
+# What --baseline reads from each tree's output (this script's own lines above).
+FIGURES = [
+    Figure("plain Jinja2", r"plain Jinja2\s+([\d.,]+) µs", "µs", True),
+    Figure("segmented render", r"segmented render\s+([\d.,]+) µs", "µs", True),
+    Figure("render / Jinja2", r"ratio ([\d.]+)x \(goal", "x", True),
+    Figure("bare span", r"bare span\s+([\d.,]+) µs", "µs", True),
+    Figure("recorded request", r"recorded request\s+([\d.,]+) µs", "µs", True),
+    Figure("with content", r"with content\s+([\d.,]+) µs", "µs", True),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", metavar="PATH",
+                        help="another checkout (with its .venv) to compare with, run in alternation")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating runs per tree with --baseline (default 5)")
+    args = parser.parse_args()
+    if args.baseline:
+        return compare("render.py", args.baseline, FIGURES, rounds=args.rounds, arguments=[])
     benchmark_render()
     benchmark_record()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
