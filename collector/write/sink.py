@@ -6,8 +6,9 @@ is unreachable. Receiver threads call ``accept`` concurrently; one writer
 thread groups what is waiting into one insert per table (every chdb INSERT
 costs ~30 ms of CPU whatever its size; README "The collector", throughput).
 A replay thread moves spooled groups into the store when it is back and
-deletes each file only after its insert succeeded. Past the memory or spool bounds ``accept`` raises
-``Backpressure`` and the receiver answers with OTLP's retryable codes.
+deletes each file only after its insert succeeded. Past the memory or spool
+bounds ``accept`` raises ``Backpressure`` and the receiver answers with
+OTLP's retryable codes.
 
 Idempotence: every insert carries an ``insert_deduplication_token`` derived
 from the batches' ``dedup_token``s (the same group, e.g. a spool replay, is
