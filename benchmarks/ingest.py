@@ -205,6 +205,9 @@ FIGURES = [
     Figure("collector spans/s", r"(?m)^collector\s+\d+ spans in\s+[\d.]+ s\s+(\d+) spans/s", "spans/s", False),
     Figure("collector / noop", r"ratio collector/noop\s+([\d.]+)×", "x", False),
 ]
+# With --stages: each stage's best-of-three milliseconds for one export, one thread (CPU cost, least noisy).
+STAGE_FIGURES = [Figure(stage, rf"[:,] {stage} (\d+) ms", "ms", True)
+                 for stage in ("parse", "decode", "reassemble", "rows", "insert requests", "insert blocks")]
 
 
 def main() -> int:
@@ -221,8 +224,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.baseline:
         passed = [f"--batches={args.batches}", *(["--default-gc"] if args.default_gc else []),
-                  *([f"--ingest-workers={args.ingest_workers}"] if args.ingest_workers is not None else [])]
-        return compare("ingest.py", args.baseline, FIGURES, rounds=args.rounds, arguments=passed)
+                  *([f"--ingest-workers={args.ingest_workers}"] if args.ingest_workers is not None else []),
+                  *(["--stages"] if args.stages else [])]
+        return compare("ingest.py", args.baseline, STAGE_FIGURES if args.stages else FIGURES, rounds=args.rounds,
+                       arguments=passed)
     print(f"building {args.batches} × 2 exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …", flush=True)
     warmup = [build_batch(1_000_000 + number) for number in range(2)]
     payloads = [build_batch(number) for number in range(args.batches)]
