@@ -222,6 +222,11 @@ class RequestRecord:
     template_variables: str = field(default="", metadata=column(
         STRING, attribute=names.PROMPT_TEMPLATE_VARIABLES, content=True, api="template_variables"))
 
+    # Other spans of the same provider call (another instrumentation's, a provider SDK's own),
+    # folded into this record so the call is counted once (write.duplicates); [] for most.
+    merged_span_ids: list[str] = field(default_factory=list, metadata=column(
+        "Array(String)", api="merged_span_ids"))
+
     # Every other span attribute and the resource's, as text (otlp.attribute_text: the otel_traces spelling).
     attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes"))
     resource_attributes: dict[str, str] = field(default_factory=dict, metadata=column(

@@ -124,6 +124,10 @@ def _parts_text(parts: object) -> str | None:
             text = part.get("content", part.get("text"))
             if isinstance(text, str):
                 texts.append(text)
+            elif isinstance(text, list):  # OpenLIT: an Anthropic block-form system as the part's content
+                inner = _parts_text(text)
+                if inner is not None:
+                    texts.append(inner)
     return "".join(texts) if texts else None
 
 

@@ -1,8 +1,9 @@
 """Decoded spans → request records. Pure: no I/O, no clock, no globals.
 
-A span becomes a ``RequestRecord`` when it carries ``promptprism.*`` or
-``gen_ai.*`` attributes (or promptprism events) and is an LLM request, not a
-tool or agent span. Its block map is validated byte for byte (README "The collector",
+A span becomes a ``RequestRecord`` when it is an LLM request, whichever
+instrumentation sent it (``conventions.detection``); every convention fills
+the record (``conventions``), and two spans of one provider call become one
+record (``duplicates``). Its block map is validated byte for byte (README "The collector",
 "What becomes a request record");
 a map that fails any check is dropped and the record is stored unmapped with
 the reason (``names.UNMAPPED_*``), never with a wrong map. One bad span never
@@ -26,6 +27,7 @@ from ..conventions.system_prompt import (
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedSpan, SpanEvent
 from ..record import Block, RequestRecord, ToolDefinition
+from .duplicates import merge_duplicates
 
 SHA256_HEX_LENGTH = 64
 # `text.strip(_HEX_DIGITS)` is empty exactly when every character is a
@@ -33,7 +35,6 @@ SHA256_HEX_LENGTH = 64
 _HEX_DIGITS = "0123456789abcdef"
 REPLACEMENT_CHARACTER = "\ufffd"  # what a lenient decoder leaves of a split character
 
-_NOT_REQUESTS = frozenset({names.OPERATION_EXECUTE_TOOL, names.OPERATION_INVOKE_AGENT, names.OPERATION_CREATE_AGENT})
 _STABILITIES = frozenset(names.STABILITIES)
 
 # Attributes the conventions turn into fields, and those the block map below reads:
@@ -44,27 +45,21 @@ _CONSUMED_PREFIXES = conventions.CONSUMED_PREFIXES
 
 def reassemble(spans: Iterable[DecodedSpan]) -> tuple[list[RequestRecord], dict[str, int]]:
     """Every request span's record, and how many records are unmapped, by reason."""
+    spans = spans if isinstance(spans, list) else list(spans)
     records: list[RequestRecord] = []
     unmapped: dict[str, int] = {}
     for span in spans:
         record = build_record(span)
-        if record is None:
-            continue
-        records.append(record)
+        if record is not None:
+            records.append(record)
+    records = merge_duplicates(records, spans)
+    for record in records:
         if not record.mapped:
             unmapped[record.unmapped_reason] = unmapped.get(record.unmapped_reason, 0) + 1
     return records, unmapped
 
 
-def is_request(span: DecodedSpan) -> bool:
-    attributes = span.attributes
-    operation = attributes.get(names.GEN_AI_OPERATION_NAME)
-    if isinstance(operation, str) and operation in _NOT_REQUESTS:  # a list or map value is not hashable
-        return False
-    for key in attributes:
-        if key.startswith(("promptprism.", "gen_ai.")):
-            return True
-    return any(event.name in (names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION) for event in span.events)
+is_request = conventions.is_request  # which spans are LLM requests: conventions.detection
 
 
 def build_record(span: DecodedSpan) -> RequestRecord | None:
@@ -80,8 +75,9 @@ def build_record(span: DecodedSpan) -> RequestRecord | None:
     )
     _copy_fields(attributes, record)
     block_events = [event for event in span.events if event.name == names.EVENT_PROMPT_BLOCK]
-    record.tools = [_tool(index, event.attributes) for index, event in
-                    enumerate(event for event in span.events if event.name == names.EVENT_TOOL_DEFINITION)]
+    tool_events = [event for event in span.events if event.name == names.EVENT_TOOL_DEFINITION]
+    if tool_events:  # promptprism's own tool events win over any other convention's definitions
+        record.tools = [_tool(index, event.attributes) for index, event in enumerate(tool_events)]
 
     mapped_flag = attributes.get(names.PROMPT_MAPPED)
     if mapped_flag is False:
@@ -210,8 +206,14 @@ def _tool(index: int, attributes: dict) -> ToolDefinition:
 
 
 def _whole_prompt_block(attributes: dict, record: RequestRecord) -> None:
-    """Without a trustworthy map, the system prompt text (when captured) is one block."""
+    """Without a trustworthy map, the system prompt text (when captured) is one block:
+    from the GenAI content attributes, else from the content another
+    convention filled in (OpenInference's or the AI SDK's messages)."""
     found = system_prompt_text(attributes)
+    if found is None and (record.system_instructions or record.input_messages):
+        filled = ((names.GEN_AI_SYSTEM_INSTRUCTIONS, record.system_instructions),
+                  (names.GEN_AI_INPUT_MESSAGES, record.input_messages))
+        found = system_prompt_text({key: value for key, value in filled if value})
     if found is None:
         return
     source, text = found
