@@ -55,6 +55,7 @@ SINK_COUNTERS = {
     "spool_corrupt": "unreadable spool files moved aside",
     "genai_events_stored": "GenAI content log records written to genai_events",
     "log_records_stored": "other log records written to otel_logs",
+    "metric_points_stored": "OTLP metric data points written to the otel_metrics_* tables",
 }
 SINK_GAUGES = {
     "spool_batches": "batches waiting in the on-disk spool",
@@ -103,6 +104,7 @@ class Metrics:
             self.log_records_received.labels(kind)  # both series from the start, at 0
         self.log_records_rejected = counter(
             "log_records_rejected", "log records dropped with OTLP partial success (invalid trace or span id)")
+        self.metric_points_received = counter("metric_points_received", "metric data points accepted from OTLP exports")
         self.genai_events_unjoinable = counter(
             "genai_events_unjoinable", "GenAI content events without a span id, stored in otel_logs instead of joined")
         self.insert_seconds = Histogram(
@@ -133,6 +135,9 @@ class Metrics:
         self.log_records_received.labels(LOG_KIND_OTHER).inc(other_records)
         self.log_records_rejected.inc(rejected)
         self.genai_events_unjoinable.inc(unjoinable)
+
+    def metrics_accepted(self, points: int) -> None:
+        self.metric_points_received.inc(points)
 
     def timed(self, store: Any) -> "TimedInserts":
         """``store`` as the sink should see it: every insert observed in ``sink_insert_seconds``."""

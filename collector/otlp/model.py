@@ -6,7 +6,7 @@ the write path turns them into request records and table rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
@@ -75,3 +75,54 @@ class DecodedLogRecord:
     scope_attributes: dict[str, object]
     scope_schema_url: str
     sequence: int = 0  # position in its export: orders records with equal timestamps
+
+
+@dataclass(slots=True)
+class MetricExemplar:
+    time_ns: int
+    value: float
+    span_id: str  # 16 lowercase hex, or ""
+    trace_id: str  # 32 lowercase hex, or ""
+    filtered_attributes: dict[str, object]
+
+
+@dataclass(slots=True)
+class DecodedMetricPoint:
+    """One data point of an OTLP metric, with its metric, resource and scope. ``kind``
+    names the ``otel_metrics_*`` table it becomes a row of (``sum``, ``gauge``,
+    ``histogram``, ``exponential_histogram``, ``summary``); the fields a kind does
+    not have keep their defaults."""
+
+    kind: str
+    service: str
+    resource_attributes: dict[str, object]
+    resource_schema_url: str
+    scope_name: str
+    scope_version: str
+    scope_attributes: dict[str, object]
+    scope_dropped_attributes_count: int
+    scope_schema_url: str
+    name: str
+    description: str
+    unit: str
+    attributes: dict[str, object]
+    start_time_ns: int
+    time_ns: int
+    flags: int = 0
+    exemplars: list[MetricExemplar] = field(default_factory=list)
+    aggregation_temporality: int = 0  # sum, histograms: OTLP's enum (1 delta, 2 cumulative)
+    is_monotonic: bool = False  # sum
+    value: float = 0.0  # sum, gauge
+    count: int = 0  # histograms, summary
+    sum: float = 0.0
+    minimum: float = 0.0  # histograms (0 when the sender left it out, as the exporter stores it)
+    maximum: float = 0.0
+    bucket_counts: list[int] = field(default_factory=list)  # histogram
+    explicit_bounds: list[float] = field(default_factory=list)
+    scale: int = 0  # exponential histogram
+    zero_count: int = 0
+    positive_offset: int = 0
+    positive_bucket_counts: list[int] = field(default_factory=list)
+    negative_offset: int = 0
+    negative_bucket_counts: list[int] = field(default_factory=list)
+    quantiles: list[tuple[float, float]] = field(default_factory=list)  # summary: (quantile, value)

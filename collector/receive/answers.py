@@ -29,6 +29,7 @@ from google.protobuf.any_pb2 import Any as AnyMessage
 from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .. import metrics as outcomes
@@ -68,6 +69,7 @@ ANSWERS: dict[str, Answer] = {
 _RESPONSES: dict[str, tuple[type[Message], str]] = {
     ingest.KIND_TRACES: (ExportTraceServiceResponse, "rejected_spans"),
     ingest.KIND_LOGS: (ExportLogsServiceResponse, "rejected_log_records"),
+    ingest.KIND_METRICS: (ExportMetricsServiceResponse, "rejected_data_points"),
 }
 
 

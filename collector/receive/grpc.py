@@ -1,4 +1,4 @@
-"""OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export`` on one grpcio server.
+"""OTLP/gRPC receiver: ``TraceService/Export``, ``LogsService/Export`` and ``MetricsService/Export`` on one grpcio server.
 
 The server is grpcio's asyncio server on its own thread and event loop. A
 call waiting for its message costs a coroutine, not a thread, so clients
@@ -23,11 +23,13 @@ from concurrent import futures
 
 import grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ..write.ingest import (
     ENCODING_PROTOBUF,
     KIND_LOGS,
+    KIND_METRICS,
     KIND_TRACES,
     MALFORMED,
     RETRY,
@@ -40,6 +42,7 @@ from .auth import AUTHORIZATION, authorized
 
 SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE_NAME = "opentelemetry.proto.collector.logs.v1.LogsService"
+METRICS_SERVICE_NAME = "opentelemetry.proto.collector.metrics.v1.MetricsService"
 METHOD_NAME = "Export"
 TRANSPORT = "grpc"
 
@@ -76,6 +79,7 @@ LOOP_CALL_TIMEOUT_SECONDS = 60.0
 SERVICES = {
     SERVICE_NAME: (KIND_TRACES, ExportTraceServiceResponse),
     LOGS_SERVICE_NAME: (KIND_LOGS, ExportLogsServiceResponse),
+    METRICS_SERVICE_NAME: (KIND_METRICS, ExportMetricsServiceResponse),
 }
 
 

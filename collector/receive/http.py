@@ -1,4 +1,4 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs``, protobuf or JSON, optionally gzip.
+"""OTLP/HTTP receiver: ``POST /v1/traces``, ``/v1/logs`` and ``/v1/metrics``, protobuf or JSON, optionally gzip.
 
 The handler authenticates, reads the body within the receive limit,
 decompresses it within the same limit, and hands it to ``Ingest`` on a
@@ -26,6 +26,7 @@ from ..write.ingest import (
     ENCODING_JSON,
     ENCODING_PROTOBUF,
     KIND_LOGS,
+    KIND_METRICS,
     KIND_TRACES,
     MALFORMED,
     RETRY,
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
+METRICS_PATH = "/v1/metrics"
 TRANSPORT = "http"
 # Exports decoded and written at once; as for gRPC (grpc.MAX_WORKERS),
 # each holds up to the receive limit in memory while the sink writes it.
@@ -130,6 +132,9 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
     async def export_logs(request: Request) -> Response:
         return await _export(request, KIND_LOGS)
 
+    async def export_metrics(request: Request) -> Response:
+        return await _export(request, KIND_METRICS)
+
     async def _export(request: Request, signal: str) -> Response:
         media_type = _media_type(request.headers.get("content-type", ""))
         encoding = ENCODING_JSON if media_type == JSON_TYPE else ENCODING_PROTOBUF
@@ -195,4 +200,5 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
                              message=f"request larger than the receive limit of {receive_limit_bytes} bytes")
 
     return Starlette(routes=[Route(TRACES_PATH, export, methods=["POST"]),
-                             Route(LOGS_PATH, export_logs, methods=["POST"])])
+                             Route(LOGS_PATH, export_logs, methods=["POST"]),
+                             Route(METRICS_PATH, export_metrics, methods=["POST"])])

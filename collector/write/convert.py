@@ -20,9 +20,11 @@ import hashlib
 from dataclasses import dataclass, field
 
 from ..otlp import logs as otlp_logs
+from ..otlp import metrics as otlp_metrics
 from ..otlp.traces import decode_json, decode_protobuf
 from ._arrow_ipc import table_from_bytes, table_to_bytes
 from .genai_events import split_logs
+from .metric_rows import metric_tables
 from .reassemble import reassemble
 from .rows import TableSet, build_tables
 
@@ -33,10 +35,12 @@ ENCODING_JSON = "json"
 UNCONVERTIBLE = "cannot convert the export: a value in it cannot be read"
 KIND_TRACES = "traces"
 KIND_LOGS = "logs"
+KIND_METRICS = "metrics"
 
 # Prefixed to a logs payload before hashing it into the dedup token: the
 # sink remembers tokens of both signals in one set.
 LOGS_TOKEN_PREFIX = b"otlp-logs\n"
+METRICS_TOKEN_PREFIX = b"otlp-metrics\n"
 
 
 @dataclass(slots=True)
@@ -54,11 +58,12 @@ class ConvertedExport:
     genai_events: int = 0
     other_log_records: int = 0
     unjoinable_genai_events: int = 0
+    metric_points: int = 0
 
     @property
     def rows(self) -> int:
-        """Spans plus log records: what the sink's group bound counts."""
-        return self.tables.spans + self.genai_events + self.other_log_records
+        """Spans plus log records plus metric points: what the sink's group bound counts."""
+        return self.tables.spans + self.genai_events + self.other_log_records + self.metric_points
 
     @property
     def nbytes(self) -> int:
@@ -89,7 +94,18 @@ def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
                            unjoinable_genai_events=split.unjoinable_genai_events)
 
 
+def convert_metrics(payload: bytes, encoding: str) -> ConvertedExport:
+    """A metrics export's tables, one per OTLP metric type. Raises MalformedPayload."""
+    decode = otlp_metrics.decode_json if encoding == ENCODING_JSON else otlp_metrics.decode_protobuf
+    decoded = decode(payload)
+    token = hashlib.sha256(METRICS_TOKEN_PREFIX + payload).hexdigest()
+    return ConvertedExport(TableSet(metric_tables(decoded.points)), token, len(decoded.points),
+                           decoded.rejected_data_points, decoded.error_message, metric_points=len(decoded.points))
+
+
 def convert(kind: str, payload: bytes, encoding: str) -> ConvertedExport:
+    if kind == KIND_METRICS:
+        return convert_metrics(payload, encoding)
     return convert_logs(payload, encoding) if kind == KIND_LOGS else convert_traces(payload, encoding)
 
 

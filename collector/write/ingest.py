@@ -38,6 +38,7 @@ from .convert import (
     ENCODING_JSON,
     ENCODING_PROTOBUF,
     KIND_LOGS,
+    KIND_METRICS,
     KIND_TRACES,
     LOGS_TOKEN_PREFIX,
     UNCONVERTIBLE,
@@ -48,8 +49,8 @@ from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "KIND_LOGS", "KIND_TRACES", "LOGS_TOKEN_PREFIX", "ExportOutcome",
-           "Ingest", "OK", "PARTIAL", "MALFORMED", "TOO_LARGE", "RETRY", "REFUSED", "UNAUTHENTICATED", "UNSUPPORTED"]
+__all__ = ["ENCODING_JSON", "ENCODING_PROTOBUF", "KIND_LOGS", "KIND_METRICS", "KIND_TRACES", "LOGS_TOKEN_PREFIX",
+           "ExportOutcome", "Ingest", "OK", "PARTIAL", "MALFORMED", "TOO_LARGE", "RETRY", "REFUSED", "UNAUTHENTICATED", "UNSUPPORTED"]
 
 OK = "ok"
 PARTIAL = "partial"
@@ -70,7 +71,7 @@ class ExportOutcome:
     """What became of one export, for the receiver to answer."""
 
     kind: str  # OK, PARTIAL, MALFORMED, TOO_LARGE, RETRY, REFUSED, UNAUTHENTICATED, UNSUPPORTED
-    signal: str = KIND_TRACES  # KIND_TRACES or KIND_LOGS: which OTLP response carries a partial success
+    signal: str = KIND_TRACES  # KIND_TRACES, KIND_LOGS or KIND_METRICS: which OTLP response carries a partial success
     accepted: int = 0  # spans or log records stored
     rejected: int = 0  # left out for invalid ids (PARTIAL)
     # For the sender (never logged: a parser's detail may quote the payload):
@@ -121,11 +122,13 @@ class Ingest:
             self._count_outside_retention(converted)
             self.metrics.batch_accepted(converted.received, converted.rejected, converted.requests,
                                         converted.mapped_blocks, converted.unmapped_reasons)
+        elif signal == KIND_METRICS:
+            self.metrics.metrics_accepted(converted.metric_points)
         else:
             self.metrics.logs_accepted(converted.genai_events, converted.other_log_records, converted.rejected,
                                        converted.unjoinable_genai_events)
         if converted.rejected:
-            what = "span(s)" if signal == KIND_TRACES else "log record(s)"
+            what = {KIND_TRACES: "span(s)", KIND_METRICS: "data point(s)"}.get(signal, "log record(s)")
             self.bad_payloads.warning("rejected %d %s over %s: %s", converted.rejected, what, transport,
                                       converted.error_message)
         return ExportOutcome(PARTIAL if converted.rejected else OK, signal, converted.received, converted.rejected,

@@ -45,7 +45,10 @@ TIMESTAMP = pa.timestamp("ns", tz="UTC")
 TABLES = ("contents", "blocks", "tools", "requests", "otel_traces")
 # What a logs export writes, after the above when a group holds both.
 LOG_TABLES = ("genai_events", "otel_logs")
-ALL_TABLES = TABLES + LOG_TABLES
+# What a metrics export writes (metric_rows): one table per OTLP metric type.
+METRIC_TABLES = ("otel_metrics_sum", "otel_metrics_gauge", "otel_metrics_histogram",
+                 "otel_metrics_exponential_histogram", "otel_metrics_summary")
+ALL_TABLES = TABLES + LOG_TABLES + METRIC_TABLES
 
 
 def _unsigned(value: Any) -> int:
@@ -324,6 +327,10 @@ class TableSet:
     def log_records(self) -> int:
         table = self.tables.get("otel_logs")
         return table.num_rows if table is not None else 0
+
+    @property
+    def metric_points(self) -> int:
+        return sum(self.tables[name].num_rows for name in METRIC_TABLES if name in self.tables)
 
 
 def build_tables(

@@ -140,7 +140,7 @@ class Sink:
             "spans_received", "spans_stored", "requests_stored", "contents_written",
             "inserts", "insert_seconds_total", "insert_seconds_last", "store_unavailable",
             "store_errors", "backpressure", "spool_corrupt", "groups_written",
-            "log_records_received", "genai_events_stored", "log_records_stored"), 0)
+            "log_records_received", "genai_events_stored", "log_records_stored", "metric_points_stored"), 0)
         self._writer = threading.Thread(target=self._write_loop, name="promptprism-sink-writer", daemon=True)
         self._replayer = threading.Thread(target=self._replay_loop, name="promptprism-sink-replay", daemon=True)
         self._writer.start()
@@ -170,7 +170,8 @@ class Sink:
             self._pending_bytes += ticket.size
             spans = batch.tables.spans
             self._count("spans_received", spans)
-            self._count("log_records_received", rows - spans)
+            points = batch.metric_points if isinstance(batch, ConvertedExport) else 0
+            self._count("log_records_received", rows - spans - points)
             self._condition.notify_all()
         if not ticket.done.wait(ACCEPT_TIMEOUT_SECONDS):
             self._count("backpressure")
@@ -326,6 +327,7 @@ class Sink:
                 self._counters["requests_stored"] += tables.requests
                 self._counters["genai_events_stored"] += tables.genai_events
                 self._counters["log_records_stored"] += tables.log_records
+                self._counters["metric_points_stored"] += tables.metric_points
                 self._counters["contents_written"] += len(tables.content_keys)
                 self._counters["groups_written"] += 1
                 self._store_down_until = 0.0

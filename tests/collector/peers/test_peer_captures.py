@@ -195,3 +195,26 @@ def test_one_provider_call_traced_twice_is_one_request_counted_once(store, tmp_p
         for record, call in zip(records, scenario.calls):
             assert record["cache_creation_tokens"] == call.usage["cache_creation_tokens"], scenario.key
             assert record["response_id"].startswith("msg_"), scenario.key
+
+
+def test_peers_metrics_are_stored_where_the_clickhouse_exporter_puts_them(store, tmp_path):
+    """OpenLIT's default metrics export (HTTP, or gRPC when asked), OpenLLMetry's and openai-v2's:
+    accepted (no 404 / UNIMPLEMENTED for the application to log) and queryable in otel_metrics_*."""
+    with_metrics = [case for case in scenarios() if any(export.signal == "metrics" for export in case.exports)]
+    assert {case.peer for case in with_metrics} >= {"openlit-1.45.0", "openllmetry-openai-0.62.4", "openai-v2-2.4b0"}
+    assert {export.transport for case in with_metrics for export in case.exports if export.signal == "metrics"} == {
+        "grpc", "http"}
+    with running_collector(store, tmp_path) as running:
+        for scenario in with_metrics:
+            assert set(replay(scenario, running.endpoints(), signals=("metrics",))) <= {200, "OK"}, scenario.key
+    rows = store.query(
+        f"SELECT ScopeName AS scope, sum(Count) AS points, sumIf(Sum, Attributes['gen_ai.token.type'] = 'input') "
+        f"AS input FROM {store.database}.otel_metrics_histogram WHERE MetricName = 'gen_ai.client.token.usage' "
+        "GROUP BY scope ORDER BY scope", None)
+    scopes = {row["scope"] for row in rows}
+    assert any(scope.startswith("openlit") for scope in scopes), scopes
+    assert any("openai" in scope for scope in scopes if not scope.startswith("openlit")), scopes
+    assert all(row["points"] > 0 and row["input"] > 0 for row in rows), rows
+    durations = store.query(f"SELECT count() AS n FROM {store.database}.otel_metrics_histogram "
+                            "WHERE MetricName = 'gen_ai.client.operation.duration'", None)
+    assert durations[0]["n"] >= len(with_metrics)
