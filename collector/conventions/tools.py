@@ -21,6 +21,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
+from ...wire import names
 from ...wire.canonical import canonical_json
 from ..record import ToolDefinition
 
@@ -85,3 +86,17 @@ def flattened_functions(attributes: dict, prefix: str) -> list[dict]:
             continue
         by_index.setdefault(int(index_text), {})[field_name] = parsed(value) if field_name == "parameters" else value
     return [by_index[index] for index in sorted(by_index)]
+
+
+def event_tool_definitions(event_name: str, body: Any, attributes: dict) -> list[ToolDefinition]:
+    """Tool definitions a GenAI log event carries: ``gen_ai.tool.definitions`` among the
+    attributes of an operation-details record (OpenLIT: structured, even with content capture
+    off), or a ``tools`` list as the content of a user-message event (OpenLLMetry's Anthropic
+    events mode)."""
+    if names.GEN_AI_TOOL_DEFINITIONS in attributes:
+        return tool_definitions(definition_list(attributes[names.GEN_AI_TOOL_DEFINITIONS]))
+    if event_name == names.EVENT_USER_MESSAGE and isinstance(body, dict):
+        content = parsed(body.get("content"))
+        if isinstance(content, dict) and isinstance(content.get("tools"), list):
+            return tool_definitions(definition_list(content["tools"]))
+    return []

@@ -86,7 +86,8 @@ def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
     decode = otlp_logs.decode_json if encoding == ENCODING_JSON else otlp_logs.decode_protobuf
     decoded = decode(payload)
     split = split_logs(decoded.records)
-    tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records)
+    tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records,
+                          tool_owners=split.tool_owners)
     token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
     return ConvertedExport(tables, token, len(decoded.records), decoded.rejections.count,
                            decoded.rejections.message, genai_events=len(split.genai_events),

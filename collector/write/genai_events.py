@@ -8,6 +8,10 @@ request at read time (``read.events``, the ``event_prompts`` view) — the
 receiver never waits for the other half, which may arrive earlier, later,
 or at another replica.
 
+Tool definitions an event carries (``conventions.tools.event_tool_definitions``:
+OpenLIT sends them only in its operation-details record) become rows of the
+``tools`` table under the event's span id, as a span's own definitions do.
+
 Every other log record, and a GenAI event without span context (it cannot
 be joined to anything), goes to ``otel_logs`` unchanged.
 """
@@ -20,8 +24,9 @@ from typing import Iterable
 
 from ..conventions import json_text
 from ..conventions.events import contribute, is_genai_content_event
+from ..conventions.tools import event_tool_definitions
 from ..otlp.model import DecodedLogRecord
-from ..record import GenAIEvent
+from ..record import GenAIEvent, RequestRecord
 
 
 @dataclass(slots=True)
@@ -30,6 +35,9 @@ class SplitLogs:
     log_records: list[DecodedLogRecord] = field(default_factory=list)
     # GenAI content events without a span id: stored as ordinary logs, counted.
     unjoinable_genai_events: int = 0
+    # The tool definitions of events, each under its span's request id (only trace_id,
+    # request_id, started_at_ns, service and tools are set: rows of `tools`, not requests).
+    tool_owners: list[RequestRecord] = field(default_factory=list)
 
 
 def genai_event(record: DecodedLogRecord) -> GenAIEvent:
@@ -63,4 +71,9 @@ def split_logs(records: Iterable[DecodedLogRecord]) -> SplitLogs:
             split.log_records.append(record)
         else:
             split.genai_events.append(genai_event(record))
+            tools = event_tool_definitions(record.event_name, record.body, record.attributes)
+            if tools:
+                split.tool_owners.append(RequestRecord(trace_id=record.trace_id, request_id=record.span_id,
+                                                       started_at_ns=record.time_ns, service=record.service,
+                                                       tools=tools))
     return split

@@ -336,14 +336,17 @@ class TableSet:
 def build_tables(
     spans: Iterable[DecodedSpan], records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = (),
     *, genai_events: Iterable[GenAIEvent] = (), log_records: Iterable[DecodedLogRecord] = (),
+    tool_owners: Iterable[RequestRecord] = (),
 ) -> TableSet:
+    """``tool_owners``: tool definitions that came in log events (genai_events.SplitLogs):
+    rows of ``tools`` (and their text of ``contents``) only."""
     spans, records = list(spans), list(records)
-    genai_events, log_records = list(genai_events), list(log_records)
-    contents, keys = contents_table(records, already_stored)
+    genai_events, log_records, tool_owners = list(genai_events), list(log_records), list(tool_owners)
+    contents, keys = contents_table(records + tool_owners, already_stored)
     tables = {
         "contents": contents,
         "blocks": blocks_table(records),
-        "tools": tools_table(records),
+        "tools": tools_table(records + tool_owners),
         "requests": requests_table(records),
         "otel_traces": otel_traces_table(spans, records),
     }
