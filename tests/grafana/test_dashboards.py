@@ -18,6 +18,7 @@ from promptprism.collector.read.insight.queries import QUERIES
 from collector.read.insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
 from collector.write_path_samples import write_records
 from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate
+from .metric_samples import genai_metric_points, write_genai_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
@@ -154,6 +155,7 @@ def filled(chdb_root):
     migrate(store)
     now_ns = int(time.time()) * 10**9
     write_records(store, scenario.records(now_ns))
+    write_genai_metrics(store, genai_metric_points(scenario.SERVICE, scenario.MODEL, now_ns))
     yield store, now_ns
     chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
 
@@ -187,6 +189,23 @@ def test_growth_panels_name_the_block_that_grew(filled):
     assert top["series"] == "skills_prompt" and top["delta_bytes"] == scenario.SKILL_GROWTH
     sql = expand(QUERIES["cache_misordered"].render(grafana.GRAFANA), _variables(store.database), week)
     assert store.query(sql)[0]["block"] == "user_context"
+
+
+def test_genai_metric_panels_count_what_each_bucket_added(filled):
+    """Cumulative points: each bucket shows the increase since the series' previous point."""
+    store, now_ns = filled
+    now_ms = now_ns // 10**6
+    week = TimeRange(from_ms=now_ms - 7 * 86_400_000, to_ms=now_ms, interval_ms=6 * 3_600_000)
+    tokens = store.query(expand(QUERIES["genai_token_usage"].render(grafana.GRAFANA), _variables(store.database), week))
+    per_series = {}
+    for row in tokens:
+        per_series[row["series"]] = per_series.get(row["series"], 0) + row["tokens"]
+    steps = 6 * 24 // 6
+    assert per_series == {f"{scenario.MODEL} input": 10 * steps * 800, f"{scenario.MODEL} output": 10 * steps * 60}
+    durations = store.query(
+        expand(QUERIES["genai_operation_duration"].render(grafana.GRAFANA), _variables(store.database), week))
+    assert {row["average_seconds"] for row in durations} == {1.5}
+    assert sum(row["calls"] for row in durations) == 10 * steps
 
 
 @pytest.mark.parametrize("name", ["service", "model", "process"])

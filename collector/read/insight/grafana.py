@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GRAFANA, GROWTH_ATTRIBUTION,
-                      GROWTH_SERIES, GROWTH_TOTAL, HEADROOM_REQUESTS, HEADROOM_SERIES, REQUESTS_TABLE,
-                      InsightQuery)
+from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GENAI_OPERATION_DURATION,
+                      GENAI_TOKEN_USAGE, GRAFANA, GROWTH_ATTRIBUTION, GROWTH_SERIES, GROWTH_TOTAL, HEADROOM_REQUESTS,
+                      HEADROOM_SERIES, REQUESTS_TABLE, InsightQuery)
 
 PLUGIN_ID = "grafana-clickhouse-datasource"
 DATASOURCE = {"type": PLUGIN_ID, "uid": "${datasource}"}
@@ -75,7 +75,7 @@ UNITS = {
     "bytes_rewritten": "decbytes", "uncacheable_bytes": "decbytes", "rewritten_bytes": "decbytes",
     "expected_prefix_bytes": "decbytes", "tools_bytes": "decbytes",
     "change_pct": "percent", "contribution_pct": "percent", "max_used_pct": "percent",
-    "avg_used_pct": "percent", "used_pct": "percent", "duration_ms": "ms",
+    "avg_used_pct": "percent", "used_pct": "percent", "duration_ms": "ms", "average_seconds": "s",
 }
 
 
@@ -182,6 +182,10 @@ def build_dashboard() -> dict[str, Any]:
         panel(11, HEADROOM_REQUESTS, (12, 34, 12, 8), columns=["used_pct"]),
         row(12, "Requests", 42),
         panel(13, REQUESTS_TABLE, (0, 43, 24, 10), columns=["prompt_bytes", "duration_ms"]),
+        # Only when an application's own instrumentation exports the GenAI metrics (otel_metrics_*).
+        row(14, "GenAI metrics from other instrumentations", 53),
+        panel(15, GENAI_TOKEN_USAGE, (0, 54, 12, 8)),
+        panel(16, GENAI_OPERATION_DURATION, (12, 54, 12, 8), columns=["average_seconds"]),
     ]
     return {
         "uid": DASHBOARD_UID,
