@@ -67,3 +67,21 @@ def test_openinference_and_the_anthropic_sdk_live(store, tmp_path, protocol):
     assert len(anthropic_record["merged_span_ids"]) == 1 and openai_record["merged_span_ids"] == []
     assert anthropic_record["response_id"].startswith("msg_")
     assert anthropic_record["cache_creation_tokens"] == calls[0].usage["cache_creation_tokens"]
+
+
+def test_the_inspector_names_the_span_folded_into_a_request(store, tmp_path):
+    from .peer_captures import replay, scenarios
+
+    scenario = next(case for case in scenarios("openinference-anthropic-3.1.0") if case.name == "dup_with_sdk_spans")
+    with running_collector(store, tmp_path) as running:
+        replay(scenario, running.endpoints())
+        record = store.query(f"SELECT request_id, merged_span_ids FROM {store.database}.requests FINAL", None)[0]
+        import urllib.request
+
+        with urllib.request.urlopen(f"{running.endpoints()['ui']}/requests/{record['request_id']}", timeout=30) as page:
+            html = page.read().decode()
+        with urllib.request.urlopen(f"{running.endpoints()['ui']}/api/requests/{record['request_id']}",
+                                    timeout=30) as answer:
+            served = json.load(answer)
+    assert served["merged_span_ids"] == record["merged_span_ids"] and len(record["merged_span_ids"]) == 1
+    assert "also traced as" in html and record["merged_span_ids"][0] in html
