@@ -75,6 +75,8 @@ SHARDING_KEYS = {
     # a re-sent copy collapses under FINAL there.
     "genai_events": "cityHash64(trace_id)",
     "otel_logs": "cityHash64(TraceId)",
+    # Metric points are never joined to anything: spread evenly.
+    **{f"otel_metrics_{kind}": "rand()" for kind in ("sum", "gauge", "histogram", "exponential_histogram", "summary")},
 }
 DEFAULT_SHARDING_KEY = "rand()"
 
