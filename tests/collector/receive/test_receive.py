@@ -184,7 +184,8 @@ def test_garbage_is_refused_and_the_collector_keeps_serving(store, collector, ga
 def test_wrong_method_type_and_path(collector):
     base = collector.endpoints()["otlp_http"]
     assert httpx.get(base + "/v1/traces").status_code == 405
-    assert httpx.post(base + "/v1/metrics", content=b"").status_code == 404
+    assert httpx.post(base + "/v1/profiles", content=b"").status_code == 404
+    assert httpx.post(base + "/v1/metrics", content=b"").status_code == 415  # served (OTLP metrics), no type
     assert httpx.post(base + "/v1/traces", content=b"", headers={"Content-Type": "text/plain"}).status_code == 415
 
 
