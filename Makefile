@@ -9,7 +9,8 @@ PYTEST_ARGS ?=
 
 .PHONY: run test browser bench clean
 
-$(STAMP): pyproject.toml setup.py
+# The compiled OTLP walker is built by the install: a changed .pyx rebuilds it.
+$(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# otel_traces spellings of the OTLP enums (OpenTelemetry Collector ClickHouse exporter).
+SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
+STATUS_CODES = ("Unset", "Ok", "Error")
+
 
 @dataclass(slots=True)
 class SpanEvent:

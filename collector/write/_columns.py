@@ -29,13 +29,17 @@ def strings(values: list, stringify: Callable[[Any], str]) -> pa.Array:
     ``int`` (not ``bool``) is written in decimal by every convention here,
     so it skips the call: block events carry four ints each.
     """
-    if set(map(type, values)) <= _ONLY_STR:  # one C pass; map keys from OTLP are always str
+    kinds = set(map(type, values))  # one C pass; map keys from OTLP are always str
+    if kinds <= _ONLY_STR:
         return pa.array(values, pa.string())
+    if kinds <= _STR_AND_INT:  # str() is the identity on str and decimal on int: one C pass again
+        return pa.array(list(map(str, values)), pa.string())
     return pa.array([value if (kind := value.__class__) is str else str(value) if kind is int else stringify(value)
                      for value in values], pa.string())
 
 
 _ONLY_STR = frozenset({str})
+_STR_AND_INT = frozenset({str, int})
 
 
 class MapColumn:
@@ -62,10 +66,15 @@ class MapColumn:
 
     def add_without(self, mapping: dict, left_out: str) -> None:
         """``add`` without the entry ``left_out``."""
-        for key, value in mapping.items():
-            if key != left_out:
-                self.keys.append(key)
-                self.values.append(value)
+        if left_out not in mapping:
+            self.add(mapping)
+            return
+        # Whole-list operations (C loops) rather than a Python loop per entry: one call per block event.
+        keys, values = list(mapping), list(mapping.values())
+        position = keys.index(left_out)
+        del keys[position], values[position]
+        self.keys.extend(keys)
+        self.values.extend(values)
         self.offsets.append(len(self.keys))
 
     def add_shared(self, mapping: dict) -> None:

@@ -11,6 +11,14 @@ which was never acknowledged and is removed at start-up). A checksum over
 the body catches anything a disk does to it later; such files are moved to
 ``corrupt/`` and counted, never replayed half-read.
 
+Under load the sink acknowledges batches once they are here and the replay
+thread inserts several files at once (one INSERT per table for all of
+them). Before such an insert it writes an *intent* (``NAME.intent``: the
+insert's dedup token and the files it covers, fsync'ed like a spool file),
+and removes it after the files: a restart replays an intent's files together
+under the same token, so ClickHouse drops whatever the interrupted insert
+already wrote, and nothing is stored twice however the files were grouped.
+
 Layout of a file: ``MAGIC``, a 4-byte big-endian header length, the header
 (JSON: tokens, counts, table names and lengths, body sha256), then each
 table as an Arrow IPC stream. Arrow keeps column names, so a spool written
@@ -36,6 +44,7 @@ from .rows import TableSet
 
 MAGIC = b"PPSPOOL1\n"
 SUFFIX = ".spool"
+INTENT_SUFFIX = ".intent"
 TEMPORARY_PREFIX = ".tmp-"
 # A header is a few tokens and table names; anything bigger is a damaged file.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
@@ -173,6 +182,61 @@ class Spool:
                 self._sizes.pop(name, None)
             raise
         return final
+
+    def oldest_age_seconds(self) -> float:
+        """How long ago the oldest pending file was written (names start with the wall-clock time)."""
+        with self._lock:
+            oldest = min(self._sizes, default=None)
+        if oldest is None:
+            return 0.0
+        try:
+            return max(0.0, (time.time_ns() - int(oldest.split("-", 1)[0])) / 1e9)
+        except ValueError:  # not a name this module wrote: replay it now
+            return float("inf")
+
+    def size_of(self, path: Path) -> int:
+        with self._lock:
+            return self._sizes.get(path.name, 0)
+
+    # --- intents: several files inserted as one group ----------------------
+
+    def write_intent(self, token: str, paths: list[Path]) -> Path:
+        """Record, durably, that ``paths`` are about to be inserted together under ``token``."""
+        with self._lock:
+            self._sequence += 1
+            name = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:08d}{INTENT_SUFFIX}"
+        final = self.directory / name
+        temporary = self.directory / f"{TEMPORARY_PREFIX}{name}"
+        data = json.dumps({"token": token, "files": [path.name for path in paths]}).encode("utf-8")
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, final)
+            _fsync_directory(self.directory)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        return final
+
+    def intents(self) -> list[Path]:
+        return sorted(self.directory.glob(f"*{INTENT_SUFFIX}"))
+
+    def read_intent(self, path: Path) -> tuple[str, list[Path]]:
+        """The token and the files (those still there) of an intent; raises SpoolCorrupt."""
+        try:
+            intent = json.loads(path.read_bytes())
+            token, names = str(intent["token"]), [str(name) for name in intent["files"]]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise SpoolCorrupt(f"bad intent: {type(error).__name__}") from None
+        with self._lock:
+            present = [self.directory / name for name in names if name in self._sizes]
+        return token, present
+
+    def remove_intent(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        _fsync_directory(self.directory)
 
     def pending(self) -> list[Path]:
         with self._lock:

@@ -85,18 +85,25 @@ class GatedStore:
         self.entered = threading.Event()
         self.gate = threading.Event()
         self.inserts = 0
+        self._lock = threading.Lock()  # the writer and the replay thread both insert
 
     def insert(self, table, columns, *, dedup_token=None):
         self.entered.set()
         assert self.gate.wait(60), "the test never opened the gate"
-        self.inserts += 1  # one writer thread: no lock needed
+        with self._lock:
+            self.inserts += 1
         self.store.insert(table, columns, dedup_token=dedup_token)
 
     def __getattr__(self, name):
         return getattr(self.store, name)
 
 
-def test_accepts_that_arrive_while_the_writer_inserts_share_the_next_group(store, tmp_path):
+def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_as_one_group(
+        store, tmp_path, monkeypatch):
+    from promptprism.collector.write import sink as sink_module
+
+    # Linger longer than the test: the spooled batches wait for close(), which inserts them at once.
+    monkeypatch.setattr(sink_module, "SPOOL_GROUP_LINGER_SECONDS", 600.0)
     gated = GatedStore(store)
     sink = open_sink(gated, data_dir=str(tmp_path))
     batches = [make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(12)]
@@ -112,9 +119,14 @@ def test_accepts_that_arrive_while_the_writer_inserts_share_the_next_group(store
     try:
         threads[0].start()
         assert gated.entered.wait(60), "the writer never inserted the first batch"
-        for thread in threads[1:]:  # they queue while the writer is held inside the first insert
+        for thread in threads[1:]:  # the writer is held inside the first insert: they go to the spool
             thread.start()
-        wait_until(lambda: sink.stats()["pending_batches"] == len(batches) - 1)
+        for thread in threads[1:]:  # and are acknowledged from there, durable, before any of them is inserted
+            thread.join(60)
+            assert not thread.is_alive()
+        stats = sink.stats()
+        assert stats["batches_spooled_under_load"] == len(batches) - 1 and stats["spool_batches"] == len(batches) - 1
+        assert gated.inserts == 0
     finally:
         gated.gate.set()
         for thread in threads:
@@ -125,6 +137,7 @@ def test_accepts_that_arrive_while_the_writer_inserts_share_the_next_group(store
     stats = sink.stats()
     assert stats["groups_written"] == 2  # the first batch alone, then the eleven that waited, together
     assert gated.inserts == 5 * stats["groups_written"]  # one insert per table per group
+    assert stats["spool_batches"] == 0 and not list((tmp_path / "spool").iterdir())  # files and intent removed
 
 
 def unreachable_store(port: int):
@@ -195,3 +208,35 @@ def test_accept_after_close_is_backpressure(store, tmp_path):
     sink.close()
     with pytest.raises(Backpressure):
         sink.accept(make_batch(0, 1, started_at_ns=now_ns()))
+
+
+def test_a_group_whose_insert_went_through_before_a_crash_is_not_stored_twice(store, tmp_path, port):
+    """The process died after inserting several spool files as one group but before removing them:
+    the start-up replays that group's intent under the same token, and ClickHouse drops it."""
+    from promptprism.collector.write.rows import merge_tables
+    from promptprism.collector.write.sink import group_token
+    from promptprism.collector.write.spool import Spool
+
+    batches = [make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(3)]
+    down = open_sink(unreachable_store(port), data_dir=str(tmp_path))
+    for batch in batches:
+        down.accept(batch)
+    down.close()
+    spool = Spool(tmp_path / "spool", max_bytes=10**9, max_files=1000)
+    paths = spool.pending()
+    assert len(paths) == 3
+    # A group of the first two (the third arrived later): grouped again now, all three would get another token.
+    groups = [spool.read(path) for path in paths[:2]]
+    token = group_token([batch for group in groups for batch in group.batch_tokens])
+    spool.write_intent(token, paths[:2])
+    for name, table in merge_tables(group.tables for group in groups).non_empty():
+        store.insert(name, table, dedup_token=token)  # the insert the crash interrupted had gone through
+    assert counts(store)["requests_raw"] == 4
+
+    up = open_sink(store, data_dir=str(tmp_path))  # replays the intent before it returns
+    try:
+        assert up.stats()["spool_batches"] == 0 and not spool.intents()
+    finally:
+        up.close()
+    c = counts(store)
+    assert c["requests_raw"] == 6 and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24

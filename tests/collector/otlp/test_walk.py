@@ -1,0 +1,201 @@
+"""The compiled OTLP walk (otlp/_walk.pyx) against the pure-Python path it speeds up.
+
+Property-tested on generated OTLP: whatever the payload, ``decode_protobuf``
+with the compiled walk gives exactly what upb + ``decode_request`` give
+(``repr`` equal, so NaN, -0.0 and bool-vs-int all count), and the tables
+``convert`` lays out from it are equal cell for cell. Payloads include what
+the walk leaves to the reference path (unknown fields, a singular message
+given twice, invalid UTF-8, values nested to the bound, invalid ids).
+
+Without the extension (a machine without Cython or a compiler) these skip,
+except under CI=true, where a missing build is a failure; the fallback itself
+is tested by importing the package with the extension hidden.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from promptprism.collector.otlp import MalformedPayload, traces
+from promptprism.collector.otlp._parse import MAX_VALUE_DEPTH, parse_protobuf_items
+from promptprism.collector.write.convert import convert_traces
+from promptprism.wire import names
+from support import IN_CI
+
+from ..bad_items import field, nested_value, varint
+from ..collector_harness import prompt_export
+
+if traces.compiled_walk is None and not IN_CI:
+    pytest.skip("the compiled OTLP walk is not built here (make .venv/.installed builds it)", allow_module_level=True)
+
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def reference(payload: bytes):
+    return traces.decode_request(*parse_protobuf_items(payload, ExportTraceServiceRequest, "span"))
+
+
+def outcome(decode, payload: bytes) -> str:
+    try:
+        return repr(decode(payload))
+    except MalformedPayload as error:
+        return f"malformed: {error}"
+
+
+# --- generated OTLP ------------------------------------------------------------------------
+
+KEYS = st.sampled_from([names.BLOCK_INDEX, names.BLOCK_NAME, names.BLOCK_CONTENT, names.GEN_AI_REQUEST_MODEL,
+                        "service.name", "a", ""]) | st.text(max_size=12)
+SCALARS = st.one_of(
+    st.builds(lambda text: AnyValue(string_value=text), st.text(max_size=24)),
+    st.builds(lambda flag: AnyValue(bool_value=flag), st.booleans()),
+    st.builds(lambda number: AnyValue(int_value=number), st.integers(-2**63, 2**63 - 1)),
+    st.builds(lambda number: AnyValue(double_value=number), st.floats(allow_nan=True, allow_infinity=True)),
+    st.builds(lambda data: AnyValue(bytes_value=data), st.binary(max_size=8)),
+    st.just(AnyValue()),
+)
+VALUES = st.recursive(SCALARS, lambda children: st.one_of(
+    st.lists(children, max_size=3).map(lambda values: AnyValue(array_value=ArrayValue(values=values))),
+    st.lists(st.tuples(KEYS, children), max_size=3).map(lambda pairs: AnyValue(kvlist_value=KeyValueList(
+        values=[KeyValue(key=key, value=value) for key, value in pairs])))), max_leaves=8)
+ATTRIBUTES = st.lists(st.one_of(st.builds(KeyValue, key=KEYS, value=VALUES), st.builds(KeyValue, key=KEYS)),
+                      max_size=5)
+# Valid ids (never all zero) in generated requests, so most take the compiled walk; invalid ones come
+# in EXTRAS and in links (which keep any id).
+TRACE_IDS = st.binary(min_size=15, max_size=15).map(lambda tail: b"\x01" + tail)
+SPAN_IDS = st.binary(min_size=7, max_size=7).map(lambda tail: b"\x01" + tail)
+ANY_IDS = st.one_of(SPAN_IDS, TRACE_IDS, st.sampled_from([b"", b"\0" * 16, b"\1" * 9]))
+TIMES = st.integers(0, 2**64 - 1)
+UINT32 = st.integers(0, 2**32 - 1)
+
+EVENTS = st.builds(Span.Event, time_unix_nano=TIMES, name=st.text(max_size=12), attributes=ATTRIBUTES,
+                   dropped_attributes_count=UINT32)
+LINKS = st.builds(Span.Link, trace_id=ANY_IDS, span_id=ANY_IDS, trace_state=st.text(max_size=8),
+                  attributes=ATTRIBUTES, flags=UINT32)
+SPANS = st.builds(
+    Span, trace_id=TRACE_IDS, span_id=SPAN_IDS, parent_span_id=st.one_of(st.just(b""), SPAN_IDS),
+    trace_state=st.text(max_size=8), name=st.text(max_size=16), kind=st.integers(-2, 8),
+    start_time_unix_nano=TIMES, end_time_unix_nano=TIMES, attributes=ATTRIBUTES,
+    events=st.lists(EVENTS, max_size=3), links=st.lists(LINKS, max_size=2),
+    dropped_attributes_count=UINT32, dropped_events_count=UINT32, dropped_links_count=UINT32,
+    status=st.builds(Status, code=st.integers(-1, 4), message=st.text(max_size=8)), flags=UINT32)
+SCOPES = st.builds(ScopeSpans, scope=st.builds(InstrumentationScope, name=st.text(max_size=8),
+                                               version=st.text(max_size=4), attributes=ATTRIBUTES),
+                   spans=st.lists(SPANS, max_size=4), schema_url=st.text(max_size=4))
+RESOURCES = st.builds(ResourceSpans, resource=st.builds(Resource, attributes=ATTRIBUTES),
+                      scope_spans=st.lists(SCOPES, max_size=3), schema_url=st.text(max_size=4))
+REQUESTS = st.builds(ExportTraceServiceRequest, resource_spans=st.lists(RESOURCES, max_size=3))
+
+# Appended to a serialized span: what the walk must leave to the reference path, and some it handles.
+DEEP = nested_value(MAX_VALUE_DEPTH + 1)
+EXTRAS = st.sampled_from([
+    b"",
+    field(15, Status(code=2).SerializeToString()),  # a second status: proto merges it
+    varint(99 << 3) + varint(7),  # an unknown field
+    field(5, b"bad \xff name"),  # invalid UTF-8
+    varint(5 << 3) + varint(1),  # name with the wrong wire type
+    field(9, field(1, b"deep") + field(2, DEEP)),  # a value past the bound
+    field(9, field(1, b"at bound") + field(2, nested_value(MAX_VALUE_DEPTH))),
+    field(3, b"second trace state"),  # a scalar given twice: last wins
+    varint(6 << 3) + varint(2**64 - 1),  # a negative kind, as a 10-byte varint
+    field(2, b"\0" * 8),  # an all-zero span id: rejected with a reason
+    field(4, b"\1" * 3),  # a parent id of the wrong length
+    field(9, field(1, b"k") + field(2, field(1, b"one")) + field(2, field(1, b"two"))),  # KeyValue.value twice
+])
+
+
+@st.composite
+def payloads(draw) -> bytes:
+    request = draw(REQUESTS)
+    payload = request.SerializeToString()
+    extra = draw(EXTRAS)
+    if draw(st.booleans()):  # one more resource holding a span with the extra bytes
+        span = draw(SPANS).SerializeToString() + extra
+        payload += field(1, field(2, field(2, span)))
+    return payload
+
+
+@SETTINGS
+@given(payloads())
+def test_the_compiled_walk_decodes_exactly_as_the_reference(payload):
+    assert outcome(traces.decode_protobuf, payload) == outcome(reference, payload)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(payloads())
+def test_the_tables_are_identical(payload):
+    compiled, pure = convert_or_none(payload), convert_or_none(payload, pure_python=True)
+    assert (compiled is None) == (pure is None)
+    if compiled is not None:
+        assert_same_tables(compiled, pure)
+
+
+def convert_or_none(payload: bytes, *, pure_python: bool = False):
+    walk = traces.compiled_walk
+    if pure_python:
+        traces.compiled_walk = None
+    try:
+        return convert_traces(payload, "protobuf")
+    except MalformedPayload:
+        return None
+    finally:
+        traces.compiled_walk = walk
+
+
+def assert_same_tables(compiled, pure):
+    assert compiled.tables.tables.keys() == pure.tables.tables.keys()
+    for name, table in compiled.tables.tables.items():
+        assert table.equals(pure.tables.tables[name]), name
+    assert (compiled.received, compiled.rejected, compiled.error_message, compiled.requests,
+            compiled.mapped_blocks, compiled.unmapped_reasons) == (
+        pure.received, pure.rejected, pure.error_message, pure.requests, pure.mapped_blocks, pure.unmapped_reasons)
+
+
+def test_a_real_prompt_export_takes_the_compiled_walk_and_gives_the_same_tables(monkeypatch):
+    payload = prompt_export()
+    assert traces.compiled_walk(payload) is not None  # the usual shape: no fallback
+    compiled = convert_traces(payload, "protobuf")
+    monkeypatch.setattr(traces, "compiled_walk", None)
+    assert_same_tables(compiled, convert_traces(payload, "protobuf"))
+
+
+def test_the_package_works_without_the_extension(tmp_path):
+    """The extension hidden from import: the pure-Python path decodes the same spans."""
+    payload_path = tmp_path / "export.bin"
+    payload_path.write_bytes(prompt_export())
+    script = textwrap.dedent(f"""
+        import sys
+        from importlib.abc import MetaPathFinder
+
+        class Hide(MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name == "promptprism.collector.otlp._walk":
+                    raise ImportError("hidden")
+                return None
+
+        sys.meta_path.insert(0, Hide())
+        from promptprism.collector.otlp import traces
+        from promptprism.collector.write.convert import convert_traces
+        assert traces.compiled_walk is None
+        converted = convert_traces(open({str(payload_path)!r}, "rb").read(), "protobuf")
+        print(converted.received, converted.requests, converted.mapped_blocks)
+        print(repr(traces.decode_protobuf(open({str(payload_path)!r}, "rb").read())))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts, decoded = run.stdout.splitlines()[:2]
+    converted = convert_traces(payload_path.read_bytes(), "protobuf")
+    assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
+    assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
