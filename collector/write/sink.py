@@ -140,9 +140,14 @@ class _Ticket:
     rows: int
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    finished: bool = False
 
     def finish(self, error: BaseException | None = None) -> None:
+        """The outcome; the waiting accept learns it at ``release``, once the writer is idle again."""
         self.error = error
+        self.finished = True
+
+    def release(self) -> None:
         self.done.set()
 
 
@@ -295,11 +300,18 @@ class Sink:
             except BaseException as error:  # never leave a receiver waiting forever
                 logger.error("sink writer failed: %s", describe_exception(error))
                 for ticket in group:
-                    if not ticket.done.is_set():
+                    if not ticket.finished:
                         ticket.finish(StoreError(f"write failed: {error}"))
             finally:
+                # Idle before anyone is answered: a client that sends its next export as soon
+                # as it has the answer finds the writer free (the direct path), not "under load".
                 with self._condition:
                     self._pending_bytes -= sum(ticket.size for ticket in group)
+                    self._writer_busy = False
+                for ticket in group:
+                    if not ticket.finished:
+                        ticket.finish(StoreError("write failed"))
+                    ticket.release()
 
     def _write_group(self, tickets: list[_Ticket]) -> None:
         fresh: dict[str, list[_Ticket]] = {}
