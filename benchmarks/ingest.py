@@ -224,7 +224,7 @@ def wait_stored(collector, expected: int, timeout: float = 300.0) -> int:
             f"SELECT count() AS n FROM {collector.store.database}.requests WHERE service = 'bench-app'")[0]["n"]
         if stored >= expected or time.monotonic() > deadline:
             return stored
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 def summary(label: str, ratios: list[float]) -> str:
