@@ -132,35 +132,44 @@ def resolve(name: str, flags: Mapping[str, Any] | None = None, environ: Mapping[
     return setting.default
 
 
-def parse_address(name: str, value: str) -> tuple[str, int]:
+def given_as(name: str, flags: Mapping[str, Any] | None = None) -> str:
+    """How the user gave a setting, for an error to name it: the flag (``--ui-address``) when it was used."""
+    if flags and flags.get(name) is not None:
+        return "--" + name.replace("_", "-")
+    return SETTINGS[name].env
+
+
+def parse_address(name: str, value: str, label: str = "") -> tuple[str, int]:
     """``host:port`` (``[::1]:4317`` for IPv6) → (host, port), or a ConfigurationError naming the setting."""
+    label = label or SETTINGS[name].env
     text = str(value).strip()
     host, separator, port_text = text.rpartition(":")
     if not separator or not host:
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected host:port, e.g. 127.0.0.1:4317")
+        raise ConfigurationError(f"{label}={value!r}: expected host:port, e.g. 127.0.0.1:4317")
     host = host.strip("[]")
     try:
         port = int(port_text)
     except ValueError:
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: port {port_text!r} is not a number") from None
+        raise ConfigurationError(f"{label}={value!r}: port {port_text!r} is not a number") from None
     if not 0 <= port <= 65535:
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: port must be 0-65535")
+        raise ConfigurationError(f"{label}={value!r}: port must be 0-65535")
     return host, port
 
 
-def parse_whole_number(name: str, value: Any, *, minimum: int = 1, meaning: str = "") -> int:
-    """A setting's whole number of at least ``minimum``, or a ConfigurationError naming the setting."""
+def parse_whole_number(name: str, value: Any, *, minimum: int = 1, meaning: str = "", label: str = "") -> int:
+    """A setting's whole number of at least ``minimum``, or a ConfigurationError naming the setting (``label``)."""
+    label = label or SETTINGS[name].env
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: expected a whole number") from None
+        raise ConfigurationError(f"{label}={value!r}: expected a whole number") from None
     if number < minimum:
-        raise ConfigurationError(f"{SETTINGS[name].env}={value!r}: must be at least {minimum}{meaning}")
+        raise ConfigurationError(f"{label}={value!r}: must be at least {minimum}{meaning}")
     return number
 
 
-def parse_positive_int(name: str, value: Any) -> int:
-    return parse_whole_number(name, value)
+def parse_positive_int(name: str, value: Any, label: str = "") -> int:
+    return parse_whole_number(name, value, label=label)
 
 
 def parse_ingest_workers(value: Any) -> int:
@@ -203,7 +212,7 @@ class CollectorConfig:
         store = str(raw["store"]).strip()
         if store != "embedded" and not store.startswith(("http://", "https://")):
             raise ConfigurationError(
-                f"{PROMPTPRISM_STORE}={store!r}: expected `embedded` or a ClickHouse URL "
+                f"{given_as('store', flags)}={store!r}: expected `embedded` or a ClickHouse URL "
                 "like http://user:password@host:8123/database"
             )
         cluster = str(raw["clickhouse_cluster"]).strip() if raw["clickhouse_cluster"] else None
@@ -218,20 +227,24 @@ class CollectorConfig:
             raise ConfigurationError(f"{PROMPTPRISM_TLS_CERT_FILE} and {PROMPTPRISM_TLS_KEY_FILE} go together: set both or neither")
         for name, path in (("tls_cert_file", cert), ("tls_key_file", key)):
             if path is not None and not os.path.isfile(path):
-                raise ConfigurationError(f"{SETTINGS[name].env}={path!r}: no such file")
+                raise ConfigurationError(f"{given_as(name, flags)}={path!r}: no such file")
+
+        def given(name: str) -> str:
+            return given_as(name, flags)
+
         config = cls(
             store=store,
             data_dir=str(raw["data_dir"]),
-            retention_days=parse_positive_int("retention_days", raw["retention_days"]),
-            otlp_grpc_address=parse_address("otlp_grpc_address", raw["otlp_grpc_address"]),
-            otlp_http_address=parse_address("otlp_http_address", raw["otlp_http_address"]),
-            ui_address=parse_address("ui_address", raw["ui_address"]),
+            retention_days=parse_positive_int("retention_days", raw["retention_days"], given("retention_days")),
+            otlp_grpc_address=parse_address("otlp_grpc_address", raw["otlp_grpc_address"], given("otlp_grpc_address")),
+            otlp_http_address=parse_address("otlp_http_address", raw["otlp_http_address"], given("otlp_http_address")),
+            ui_address=parse_address("ui_address", raw["ui_address"], given("ui_address")),
             ingest_token=raw["ingest_token"] or None,
             ui_token=raw["ui_token"] or None,
-            receive_limit_bytes=parse_positive_int("receive_limit_bytes", raw["receive_limit_bytes"]),
+            receive_limit_bytes=parse_positive_int("receive_limit_bytes", raw["receive_limit_bytes"], given("receive_limit_bytes")),
             tls_cert_file=None if cert is None else str(cert),
             tls_key_file=None if key is None else str(key),
-            spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"]),
+            spool_max_bytes=parse_positive_int("spool_max_bytes", raw["spool_max_bytes"], given("spool_max_bytes")),
             clickhouse_cluster=cluster,
             ingest_workers=parse_ingest_workers(raw["ingest_workers"]),
             allow_unauthenticated=parse_switch("allow_unauthenticated", raw["allow_unauthenticated"]),

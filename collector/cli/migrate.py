@@ -8,12 +8,14 @@ operators who create the schema ahead of time (or with other credentials).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from ...wire.errors import ConfigurationError
 from ..config import (PROMPTPRISM_CLICKHOUSE_CLUSTER, PROMPTPRISM_RETENTION_DAYS, PROMPTPRISM_STORE, SETTINGS,
                       parse_positive_int)
 from . import CommandError
+from ._progress import waiting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,9 +77,14 @@ def run(args: argparse.Namespace) -> int:
     from ..store.base import StoreError
     from ..store.server import ServerStore
 
+    # clickhouse-connect logs a failed request itself ("Unexpected Http Driver
+    # Exception") before raising it; the one-line error below says it all.
+    logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
+
     store = ServerStore(url, retention_days=retention_days, cluster=cluster)
     try:
-        applied = store.migrate()
+        with waiting(f"migrating {database}"):
+            applied = store.migrate()
     except StoreError as error:
         raise CommandError(f"cannot migrate {database}: {error}") from None
     finally:

@@ -28,7 +28,7 @@ from promptprism.instrumentation.manifest import (
 )
 from promptprism.wire import names
 
-from . import CommandError
+from . import CommandError, UsageError
 
 # Hex digits of a sha256 shown in the table; --json has the whole digest.
 TABLE_DIGEST_DIGITS = 16
@@ -63,17 +63,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+# A request body of any dialect carries its conversation under one of these
+# (Chat Completions and Anthropic: messages; Responses: input or instructions).
+CONVERSATION_KEYS = ("messages", "input", "instructions", "system")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.schema:
         _print_json(json_schema())
         return 0
     if args.body is None:
         raise CommandError("give a request body (BODY.json, or - for standard input), or --schema")
+    source = _source(args.body)
     body = _read_body(args.body)
+    if args.dialect is None and not any(key in body for key in CONVERSATION_KEYS):
+        raise UsageError(f"{source} is not a request body of any dialect ({', '.join(names.DIALECTS)}): "
+                         f"it has none of {', '.join(CONVERSATION_KEYS)}")
     try:
         manifest = build_manifest(body, args.dialect, context_window=args.context_window)
     except ManifestError as error:
-        raise CommandError(safe_error_text(str(error))) from None
+        raise CommandError(f"{source}: {safe_error_text(str(error))}") from None
     if args.json:
         _print_json(manifest.to_json())
     else:
@@ -86,6 +95,10 @@ def _print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _source(path: str) -> str:
+    return "standard input" if path == "-" else repr(path)
+
+
 def _read_body(path: str) -> Any:
     try:
         if path == "-":
@@ -94,13 +107,13 @@ def _read_body(path: str) -> Any:
             with open(path, "rb") as handle:
                 raw = handle.read()
     except OSError as error:
-        raise CommandError(f"cannot read the body: {safe_error_text(error.strerror or 'error')}") from None
+        raise CommandError(f"cannot read {_source(path)}: {safe_error_text(error.strerror or 'error')}") from None
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
-        raise CommandError(f"the body is not valid JSON: {safe_error_text(str(error))}") from None
+        raise UsageError(f"{_source(path)} is not valid JSON: {safe_error_text(str(error))}") from None
     if not isinstance(body, dict):
-        raise CommandError("the body must be a JSON object")
+        raise UsageError(f"{_source(path)} must hold a JSON object (a request body)")
     return body
 
 

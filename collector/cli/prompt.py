@@ -28,15 +28,6 @@ _REQUEST_ID = re.compile(r"[0-9a-fA-F]{4,16}")
 # short in practice, and a table that wraps is harder to read than a cut name.
 CELL_WIDTH_MAX = 32
 
-BAD_ARGUMENT_STATUS = 2  # as argparse: the command line is wrong
-
-
-def _one_line_error(parser: argparse.ArgumentParser):
-    def error(message: str) -> None:
-        print(f"{parser.prog}: {message} (see {parser.prog} --help)", file=sys.stderr)
-        sys.exit(BAD_ARGUMENT_STATUS)
-
-    return error
 
 
 def _request_id(text: str) -> str:
@@ -81,10 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--since", help="from: RFC 3339, a date, Unix seconds or an age (15m, 2h, 7d)")
     listing.add_argument("--until", help="until (same forms as --since)")
     listing.add_argument("--limit", type=int, default=None, help="at most this many (default 50, up to 1000)")
+    listing.add_argument("--cursor", help="continue after the previous page (the cursor it printed)")
     listing.set_defaults(handler=run_list)
 
     for parser in (prompt, show, diff, listing):
-        parser.error = _one_line_error(parser)  # one line, not usage + error
         if parser is not prompt:
             parser.add_argument("--json", action="store_true", help="print the API answer as JSON")
             parser.add_argument("--url", help="collector API base URL (default $PROMPTPRISM_URL or "
@@ -224,7 +215,7 @@ def render_list(requests: list[dict[str, Any]]) -> str:
         return "no requests match"
     return table(
         ["started", "request", "trace", "service", "process", "model", "prompt", "request", "in tok", "map"],
-        [[item["started_at"][:19].replace("T", " "), item["request_id"], item["trace_id"][:12] + "…",
+        [[item["started_at"][:19].replace("T", " "), item["request_id"], item["trace_id"],
           item["service"], " ".join(part for part in (item["process"]["kind"], item["process"]["id"]) if part) or "-",
           item["model"], human_bytes(item["prompt"]["bytes"]), human_bytes(item["request_bytes"]),
           number(item["usage"]["input_tokens"]),
@@ -262,6 +253,19 @@ def run_list(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CommandError(f"--limit {args.limit}: must be at least 1")
     params = {name: getattr(args, name) for name in
-              ("service", "model", "conversation", "message_id", "process", "run_id", "since", "until", "limit")}
+              ("service", "model", "conversation", "message_id", "process", "run_id", "since", "until", "limit",
+               "cursor")}
     answer = get_json("/api/requests", params, url=args.url)
-    return _print(answer, args.json, lambda listing: render_list(listing["requests"]))
+    _print(answer, args.json, lambda listing: render_list(listing["requests"]))
+    if not args.json:
+        print(list_footer(answer), file=sys.stderr)
+    return 0
+
+
+def list_footer(listing: dict[str, Any]) -> str:
+    """``3 of 120 requests; more: --cursor …`` (on stderr, so a pipe gets the table alone)."""
+    total = f"{listing['total']:,}" if listing.get("total_exact", True) else f"more than {listing['total']:,}"
+    line = f"{len(listing['requests']):,} of {total} requests"
+    if listing.get("next_cursor"):
+        line += f"; next page: --cursor {listing['next_cursor']}"
+    return line

@@ -33,7 +33,11 @@ def register(subparsers) -> None:
     )
     verbs = parser.add_subparsers(dest="template_command", metavar="VERB")
     verbs.required = True
-    show = verbs.add_parser("show", help="print the effective text, its origin and the built-in default")
+    show = verbs.add_parser(
+        "show", help="print the effective text, its origin and the built-in default",
+        description="Print a template's effective text (scope override → global override → built-in), which "
+                    "layer it came from, and the built-in default beside it. Templates come from --templates "
+                    f"(or {ENV_TEMPLATES}), overrides from --overrides; --demo shows the demo application's.")
     show.add_argument("name", metavar="NAME", help="template name")
     show.add_argument("--scope", default=None, help="resolve for this scope (tenant, agent, channel…)")
     show.add_argument("--templates", default=None, metavar="SOURCE",
@@ -41,6 +45,9 @@ def register(subparsers) -> None:
     show.add_argument("--overrides", default=None, metavar="DIR",
                       help=f"overrides directory (global/NAME.j2, scopes/SCOPE/NAME.j2) "
                            f"[env {ENV_TEMPLATE_OVERRIDES}]")
+    show.add_argument("--demo", action="store_true",
+                      help="the templates and overrides `promptprism demo` renders (agent.system, worker.system, "
+                           "compactor.system; scope web-legacy)")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=show_template)
 
@@ -84,7 +91,14 @@ def _catalog_from_module(source: str) -> TemplateCatalog:
 
 
 def show_template(args: argparse.Namespace) -> int:
-    catalog = load_catalog(args.templates, args.overrides)
+    if args.demo:
+        from ..demo.application import demo_catalog
+
+        catalog = demo_catalog()
+        if args.overrides:
+            catalog.load_overrides(args.overrides)
+    else:
+        catalog = load_catalog(args.templates, args.overrides)
     try:
         resolved = catalog.resolve(args.name, scope=args.scope)
     except TemplateError as error:

@@ -39,6 +39,18 @@ from .scenario import (
 
 if TYPE_CHECKING:  # the command owns the budget and its progress display
     from ..cli.demo import Budget
+    from ...instrumentation import TemplateCatalog
+
+
+def demo_catalog() -> "TemplateCatalog":
+    """The demo application's templates with its overrides (``promptprism template show NAME --demo``)."""
+    from ...instrumentation import TemplateCatalog
+
+    catalog = TemplateCatalog({"agent.system": AGENT_TEMPLATE, "worker.system": WORKER_TEMPLATE,
+                               "compactor.system": COMPACTOR_TEMPLATE})
+    catalog.set_override("agent.system", LEGACY_AGENT_TEMPLATE, scope="web-legacy")
+    catalog.set_override("compactor.system", COMPACTOR_OVERRIDE)
+    return catalog
 
 # A turn's simulated clock advances by this much; a day never runs past its last hour.
 SECONDS_PER_TURN = 95
@@ -110,7 +122,6 @@ class DemoApplication:
         import anthropic
         import openai
 
-        from promptprism.instrumentation import TemplateCatalog
         from promptprism.instrumentation.providers import instrument_anthropic, instrument_openai
 
         self.provider = provider
@@ -134,10 +145,7 @@ class DemoApplication:
         self.worker_client = instrument_anthropic(
             anthropic.AsyncAnthropic(base_url=provider.anthropic_base_url, api_key="demo", max_retries=0),
             tracer_provider=tracer_providers["worker"], **options)
-        self.catalog = TemplateCatalog({"agent.system": AGENT_TEMPLATE, "worker.system": WORKER_TEMPLATE,
-                                        "compactor.system": COMPACTOR_TEMPLATE})
-        self.catalog.set_override("agent.system", LEGACY_AGENT_TEMPLATE, scope="web-legacy")
-        self.catalog.set_override("compactor.system", COMPACTOR_OVERRIDE)
+        self.catalog = demo_catalog()
         self.memory: dict[str, list[str]] = {user: [f"{user} works at the studio."] for user in USERS}
         self.traces: list[str] = []
         self.example_trace_id: str | None = None

@@ -119,12 +119,13 @@ def test_insert_latency_is_observed_per_table_and_failures_are_not(store):
     assert metric_value(text, "promptprism_collector_sink_insert_seconds_count", table="no_such_table") is None
 
 
+# A setting given as a flag is named as the flag (a variable, as the variable: test_cli_edges.py).
 @pytest.mark.parametrize("arguments, message", [
-    (["--retention-days", "0"], "PROMPTPRISM_RETENTION_DAYS"),
-    (["--otlp-grpc-address", "nohost"], "PROMPTPRISM_OTLP_GRPC_ADDRESS"),
-    (["--store", "mysql://x"], "PROMPTPRISM_STORE"),
+    (["--retention-days", "0"], "--retention-days='0'"),
+    (["--otlp-grpc-address", "nohost"], "--otlp-grpc-address='nohost'"),
+    (["--store", "mysql://x"], "--store='mysql://x'"),
     (["--tls-cert-file", "/nonexistent.pem", "--tls-key-file", "/nonexistent.key"], "no such file"),
-    (["--receive-limit-bytes", "lots"], "PROMPTPRISM_RECEIVE_LIMIT_BYTES"),
+    (["--receive-limit-bytes", "lots"], "--receive-limit-bytes='lots'"),
 ])
 def test_bad_config_is_one_line_and_exit_2(arguments, message, tmp_path):
     result = subprocess.run(CLI + arguments, capture_output=True, text=True, timeout=60,

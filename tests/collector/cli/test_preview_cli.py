@@ -88,11 +88,11 @@ def test_bad_input_errors_never_echo_the_body(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"model": "sk-SECRETSECRET\x1b[2J", oops}')
     status, out, err = run_cli(["preview", str(broken)])
-    assert status == 1 and out == ""
+    assert status == 2 and out == ""  # a bad argument, named by its file
     assert "not valid JSON" in err and "SECRET" not in err and "\x1b" not in err
     array = write_body(str(tmp_path), [1, 2], "array.json")
     status, _, err = run_cli(["preview", array])
-    assert status == 1 and "JSON object" in err
+    assert status == 2 and "JSON object" in err
     status, _, err = run_cli(["preview", str(tmp_path / "missing.json")])
     assert status == 1 and "cannot read" in err
 
