@@ -9,6 +9,7 @@ failures pass through as ``StoreError`` for the caller to report.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Mapping
 
@@ -163,6 +164,7 @@ def parse_filters(params: Mapping[str, str], now: int | None = None) -> queries.
     until_ns = times.parse_moment("until", given.until, now=now) if given.until else queries.LATEST_NS
     if since_ns >= until_ns:
         raise BadArgument("since must be earlier than until")
+    cursor_ns, cursor_id = parse_cursor(given.cursor) if given.cursor else (0, "")
     return queries.RequestFilters(
         service=given.service,
         model=given.model,
@@ -174,12 +176,54 @@ def parse_filters(params: Mapping[str, str], now: int | None = None) -> queries.
         since_ns=since_ns,
         until_ns=until_ns,
         limit=given.limit,
+        cursor_ns=cursor_ns,
+        cursor_id=cursor_id,
     )
 
 
+_CURSOR = re.compile(r"(\d{1,19})-([0-9a-f]{1,32})")
+
+
+def cursor_of(row: Mapping[str, Any]) -> str:
+    """The cursor that continues a list after ``row``: its start (Unix ns) and request id."""
+    return f"{int(row['started_at_ns'])}-{row['request_id']}"
+
+
+def parse_cursor(text: str) -> tuple[int, str]:
+    match = _CURSOR.fullmatch(text.strip().lower())
+    if not match:
+        raise BadArgument(f"cursor={text!r}: pass back the next_cursor of the previous page")
+    return int(match.group(1)), match.group(2)
+
+
 def list_summaries(store: Store, params: Mapping[str, str]) -> dict[str, Any]:
-    """``GET /api/requests``: summaries, newest first."""
+    """``GET /api/requests``: summaries, newest first, a page at a time (keyset on started_at, request_id).
+
+    ``next_cursor`` continues the list (None on the last page); ``total`` counts
+    every match, exactly up to queries.LIST_COUNT_MAX (``total_exact`` false past it).
+    """
     filters = parse_filters(params)
-    rows = queries.list_requests(store, filters)
-    _join_logged_content(store, rows)
-    return {"requests": [request_view.summary(row) for row in rows]}
+    rows = queries.list_requests(store, dataclasses.replace(filters, limit=filters.limit + 1))
+    page, more = rows[:filters.limit], len(rows) > filters.limit
+    _join_logged_content(store, page)
+    total = queries.count_requests(store, filters)
+    return {
+        "requests": [request_view.summary(row) for row in page],
+        "next_cursor": cursor_of(page[-1]) if more else None,
+        "total": min(total, queries.LIST_COUNT_MAX),
+        "total_exact": total <= queries.LIST_COUNT_MAX,
+    }
+
+
+def filter_choices(store: Store, since_ns: int, until_ns: int) -> dict[str, list[str]]:
+    """The values a filter form offers: services, models and process kinds seen in the window."""
+    return queries.filter_choices(store, since_ns, until_ns)
+
+
+def layer_bars(store: Store, summaries: list[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each listed request's blocks (name, layer, size) for its prompt bar, by request id; no text is read."""
+    by_request: dict[str, list[dict[str, Any]]] = {}
+    for block in queries.blocks_for(store, [item["request_id"] for item in summaries if item["prompt"]["mapped"]]):
+        by_request.setdefault(block["request_id"], []).append(
+            {"index": block["index"], "name": block["name"], "layer": block["layer"], "size": block["size"]})
+    return by_request

@@ -194,9 +194,12 @@ Request = create_model(
 
 
 class RequestList(Answer):
-    """GET /api/requests: summaries, newest first."""
+    """GET /api/requests: summaries, newest first, one page of them."""
 
     requests: list[RequestSummary]
+    next_cursor: Optional[str] = Field(description="pass as cursor= for the next page; null on the last page")
+    total: int = Field(description="requests matching the filters (all pages), counted up to 10,000")
+    total_exact: bool = Field(description="false when there are more than `total`")
 
 
 class Trace(Answer):
@@ -375,6 +378,7 @@ class ListParameters(Parameters):
     since: str = Field("", description=_MOMENT)
     until: str = Field("", description=_MOMENT)
     limit: int = Field(LIST_LIMIT_DEFAULT, ge=1, le=LIMIT_MAX)
+    cursor: str = Field("", description="the previous page's next_cursor (keyset on started_at, request_id)")
 
 
 class DiffParameters(Parameters):

@@ -153,9 +153,16 @@ WHERE ({{service:String}} = '' OR service = {{service:String}})
   AND ({{run_id:String}} = '' OR run_id = {{run_id:String}})
   AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
   AND started_at < fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
+  AND ({{cursor_id:String}} = ''
+       OR (started_at, request_id) < (fromUnixTimestamp64Nano({{cursor_ns:Int64}}, 'UTC'), {{cursor_id:String}}))
 ORDER BY started_at DESC, request_id DESC
 LIMIT {{limit:UInt32}}
 """
+
+# How many requests match the filters, counted up to a cap: past it the list
+# says "more than" (an exact count of millions is a dashboard's job).
+LIST_COUNT_MAX = 10_000
+LIST_REQUESTS_COUNT = f"SELECT count() AS total FROM ({LIST_REQUESTS})"
 
 # The requests of some conversations up to a moment, newest first: each
 # request's predecessor (for growth) is found among them.
@@ -191,6 +198,9 @@ class RequestFilters:
     since_ns: int = EARLIEST_NS
     until_ns: int = LATEST_NS
     limit: int = LIST_LIMIT_DEFAULT
+    # Keyset pagination: only requests before (started_at, request_id) of the cursor; "" for the newest.
+    cursor_ns: int = 0
+    cursor_id: str = ""
 
 
 def _run(store: Store, sql: str, **params: Any) -> list[dict[str, Any]]:
@@ -245,21 +255,21 @@ def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     }
 
 
+def _list_parameters(filters: RequestFilters) -> dict[str, Any]:
+    return dict(service=filters.service, model=filters.model, conversation=filters.conversation,
+                message_id=filters.message_id, process_kind=filters.process_kind, process_id=filters.process_id,
+                run_id=filters.run_id, since_ns=filters.since_ns, until_ns=filters.until_ns,
+                cursor_ns=filters.cursor_ns, cursor_id=filters.cursor_id, limit=filters.limit)
+
+
 def list_requests(store: Store, filters: RequestFilters) -> list[dict[str, Any]]:
-    return _run(
-        store,
-        LIST_REQUESTS,
-        service=filters.service,
-        model=filters.model,
-        conversation=filters.conversation,
-        message_id=filters.message_id,
-        process_kind=filters.process_kind,
-        process_id=filters.process_id,
-        run_id=filters.run_id,
-        since_ns=filters.since_ns,
-        until_ns=filters.until_ns,
-        limit=filters.limit,
-    )
+    return _run(store, LIST_REQUESTS, **_list_parameters(filters))
+
+
+def count_requests(store: Store, filters: RequestFilters) -> int:
+    """Requests matching ``filters`` (the cursor ignored), up to LIST_COUNT_MAX + 1."""
+    parameters = {**_list_parameters(filters), "cursor_id": "", "cursor_ns": 0, "limit": LIST_COUNT_MAX + 1}
+    return int(_run(store, LIST_REQUESTS_COUNT, **parameters)[0]["total"])
 
 
 def conversation_members(store: Store, conversation_ids: Iterable[str], until_ns: int) -> list[dict[str, Any]]:
@@ -288,3 +298,29 @@ def genai_events_for(store: Store, keys: Iterable[tuple[str, str]]) -> list[dict
         limit=GENAI_EVENTS_PER_REQUEST_MAX,
     )
     return [row for row in rows if (row["trace_id"], row["span_id"]) in wanted]
+
+
+# --- the filter forms' choices (inspector index and overview) --------------------
+
+# Distinct values only, so no FINAL: a duplicate row until the next merge adds
+# nothing. Bounded to the window the form looks at, and each list capped: a
+# menu of more values than this is a search box's job.
+FILTER_CHOICES_MAX = 200
+
+FILTER_CHOICES = """
+SELECT
+    arraySort(groupUniqArray({limit:UInt32})(toString(service))) AS services,
+    arraySort(groupUniqArray({limit:UInt32})(toString(model))) AS models,
+    arraySort(groupUniqArray({limit:UInt32})(toString(process_kind))) AS processes
+FROM {db:Identifier}.requests
+WHERE started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at < fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+"""
+
+
+def filter_choices(store: Store, since_ns: int, until_ns: int) -> dict[str, list[str]]:
+    """Services, models and process kinds seen in ``[since_ns, until_ns)``, sorted, empty values left out."""
+    (row,) = _run(store, FILTER_CHOICES, since_ns=since_ns, until_ns=until_ns, limit=FILTER_CHOICES_MAX)
+    return {"service": [value for value in row["services"] if value],
+            "model": [value for value in row["models"] if value],
+            "process": [value for value in row["processes"] if value]}

@@ -14,11 +14,13 @@ dashboard serves every provisioned ClickHouse.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..palette import LAYER_HUES, TEMPLATE_LAYER, layer_color
 from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GENAI_OPERATION_DURATION,
                       GENAI_TOKEN_USAGE, GRAFANA, GROWTH_ATTRIBUTION, GROWTH_SERIES, GROWTH_TOTAL, HEADROOM_REQUESTS,
                       HEADROOM_SERIES, REQUESTS_TABLE, InsightQuery)
@@ -79,6 +81,19 @@ UNITS = {
 }
 
 
+def layer_color_overrides() -> list[dict[str, Any]]:
+    """A fixed colour per known layer (palette.layer_color, as the inspector and the overview draw it).
+
+    A time series split by a string column is named by its value, alone or after
+    the value column's name, so the matcher takes either; other names keep
+    Grafana's palette (the plugin has no way to colour a name it has not seen)."""
+    return [
+        {"matcher": {"id": "byRegexp", "options": f"^(.* )?{re.escape(layer)}$"},
+         "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": layer_color(layer)}}]}
+        for layer in (*LAYER_HUES, TEMPLATE_LAYER)
+    ]
+
+
 def _field_overrides(columns: list[str], links_on_trace_id: bool) -> list[dict[str, Any]]:
     overrides = [
         {"matcher": {"id": "byName", "options": column},
@@ -93,7 +108,7 @@ def _field_overrides(columns: list[str], links_on_trace_id: bool) -> list[dict[s
 
 
 def panel(panel_id: int, query: InsightQuery, grid: tuple[int, int, int, int], *, unit: str = "short",
-          columns: list[str] = (), title: str | None = None) -> dict[str, Any]:
+          columns: list[str] = (), title: str | None = None, layer_colors: bool = False) -> dict[str, Any]:
     x, y, width, height = grid
     kind = query.panel
     target = {
@@ -117,6 +132,8 @@ def panel(panel_id: int, query: InsightQuery, grid: tuple[int, int, int, int], *
         "fieldConfig": {"defaults": {"unit": unit, "decimals": 1}, "overrides": _field_overrides(list(columns), True)},
         "options": {},
     }
+    if layer_colors:
+        result["fieldConfig"]["overrides"].extend(layer_color_overrides())
     if kind == "timeseries":
         result["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 2, "fillOpacity": 10,
                                                        "stacking": {"mode": "none", "group": "A"}}
@@ -169,7 +186,7 @@ def templating() -> list[dict[str, Any]]:
 def build_dashboard() -> dict[str, Any]:
     panels = [
         row(1, "Prompt growth", 0),
-        panel(2, GROWTH_SERIES, (0, 1, 16, 9), unit="decbytes", columns=["bytes_per_request"]),
+        panel(2, GROWTH_SERIES, (0, 1, 16, 9), unit="decbytes", columns=["bytes_per_request"], layer_colors=True),
         panel(3, GROWTH_TOTAL, (16, 1, 8, 9), unit="decbytes", columns=["change_pct"]),
         panel(4, GROWTH_ATTRIBUTION, (0, 10, 24, 8), columns=[
             "previous_bytes", "current_bytes", "delta_bytes", "change_pct", "contribution_pct"]),

@@ -109,6 +109,10 @@ GROWTH_ATTRIBUTION = InsightQuery(
     "contribution_pct is the part's share of the change of the whole prompt, so the contributions add "
     "up to the prompt's change_pct.",
     panel="table",
+    # Each source (the requests and their parts) is read once: ClickHouse
+    # evaluates a CTE again wherever it is referenced, and the views behind
+    # them apply FINAL. Lineage counts are window functions over the one
+    # row per request; the totals, window functions over the result.
     sql=f"""
 WITH
     {{{{from}}}} AS period_start,
@@ -117,47 +121,48 @@ WITH
         FROM {{{{db}}}}.prompt_requests
         WHERE {_COMPARISON_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
     ),
-    lineages AS (
-        SELECT lineage, countIf(current) AS current_requests, countIf(NOT current) AS previous_requests
-        FROM compared
-        GROUP BY lineage
-    ),
-    matched AS (
-        SELECT lineage, current_requests, previous_requests FROM lineages
-        WHERE current_requests > 0 AND previous_requests > 0
-    ),
     parts AS ({_with_window(_PROMPT_PARTS, _COMPARISON_WINDOW)}),
-    per_lineage AS (
+    per_request AS (
         SELECT
             c.lineage AS lineage,
-            {_SERIES} AS series,
-            groupUniqArray(p.layer) AS series_layers,
-            sumIf(p.size, c.current) AS current_sum,
-            sumIf(p.size, NOT c.current) AS previous_sum
-        FROM parts AS p
-        INNER JOIN compared AS c ON c.request_id = p.request_id
-        GROUP BY lineage, series
+            c.current AS current,
+            groupArrayIf(({_SERIES}, p.layer, p.size), p.request_id != '') AS request_parts
+        FROM compared AS c
+        LEFT JOIN parts AS p ON p.request_id = c.request_id
+        GROUP BY c.lineage, c.request_id, c.current
+    ),
+    per_lineage AS (
+        SELECT
+            lineage, current, request_parts,
+            countIf(current) OVER (PARTITION BY lineage) AS lineage_current,
+            countIf(NOT current) OVER (PARTITION BY lineage) AS lineage_previous
+        FROM per_request
+    ),
+    weighed AS (
+        SELECT
+            *,
+            lineage_current > 0 AND lineage_previous > 0 AS matched,
+            uniqExactIf(lineage, matched) OVER () AS lineages_compared,
+            countIf(matched AND current) OVER () AS current_requests,
+            countIf(matched AND NOT current) OVER () AS previous_requests,
+            countIf(NOT matched) OVER () AS requests_not_compared
+        FROM per_lineage
     ),
     per_series AS (
         SELECT
-            l.series AS series,
+            part.1 AS series,
             -- the layers of a block name (by other dimensions: empty)
-            if({{{{dimension}}}} = 'name',
-               arrayStringConcat(arraySort(groupUniqArrayArray(l.series_layers)), ', '), '') AS layers,
-            sum(l.current_sum) AS current_sum,
-            sum(l.previous_sum * m.current_requests / m.previous_requests) AS previous_sum
-        FROM per_lineage AS l
-        INNER JOIN matched AS m ON m.lineage = l.lineage
+            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part.2)), ', '), '') AS layers,
+            sumIf(part.3, current) AS current_sum,
+            sumIf(part.3 * lineage_current / lineage_previous, NOT current) AS previous_sum,
+            any(lineages_compared) AS lineages_compared,
+            any(current_requests) AS current_requests,
+            any(previous_requests) AS previous_requests,
+            any(requests_not_compared) AS requests_not_compared
+        FROM weighed
+        ARRAY JOIN request_parts AS part
+        WHERE matched
         GROUP BY series
-    ),
-    whole AS (
-        SELECT
-            (SELECT count() FROM matched) AS lineages_compared,
-            (SELECT sum(current_requests) FROM matched) AS current_requests,
-            (SELECT sum(previous_requests) FROM matched) AS previous_requests,
-            (SELECT sum(current_requests + previous_requests) FROM lineages) - current_requests - previous_requests
-                AS requests_not_compared,
-            (SELECT sum(previous_sum) FROM per_series) AS previous_total
     )
 SELECT
     series,
@@ -167,13 +172,13 @@ SELECT
     round(current_bytes - previous_bytes, 1) AS delta_bytes,
     round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
     if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
-    if(previous_total = 0, NULL, round(100 * delta_bytes / (previous_total / current_requests), 2)) AS contribution_pct,
+    if(sum(previous_sum) OVER () = 0, NULL,
+       round(100 * delta_bytes / (sum(previous_sum) OVER () / current_requests), 2)) AS contribution_pct,
     previous_requests,
     current_requests,
     lineages_compared,
     requests_not_compared
 FROM per_series
-CROSS JOIN whole
 ORDER BY abs(delta_bytes) DESC, series
 """,
     params=("since", "until", "dimension", "service", "model", "process"),
@@ -201,8 +206,8 @@ FROM ({GROWTH_ATTRIBUTION.sql})
 
 # --- the API's default window (STORE only; Grafana has its own time picker) ---------
 
-# The first and last request with a system prompt: without since/until the
-# growth comparison is placed inside the data that exists.
+# The first and last request with a system prompt (within a window, when one is
+# selected): without since/until the growth comparison is placed inside the data that exists.
 GROWTH_RANGE = InsightQuery(
     name="growth_range",
     title="Requests with a system prompt: first and last",
@@ -214,9 +219,9 @@ SELECT
     toInt64(toUnixTimestamp(min(started_at))) AS first_second,
     toInt64(toUnixTimestamp(max(started_at))) AS last_second
 FROM {{db}}.prompt_requests
-WHERE {{filters}} AND (mapped OR prompt_bytes > 0)
+WHERE {{time_filter:started_at}} AND {{filters}} AND (mapped OR prompt_bytes > 0)
 """,
-    params=("service", "model", "process"),
+    params=("since", "until", "service", "model", "process"),
 )
 
 # Requests with a system prompt in each period of a comparison, whether or not

@@ -76,14 +76,15 @@ ORDER BY time, model
 HEADROOM_REQUESTS = InsightQuery(
     name="headroom_requests",
     title="Requests closest to the context limit",
-    description="Requests with the least headroom first: context window, estimated tokens, headroom.",
+    description="Requests using the largest share of their context window first (a 128k-token model "
+    "with 10k left is tighter than a 1M-token model with 20k left): context window, estimated tokens, headroom.",
     panel="table",
     sql=f"""
 SELECT
     started_at AS time, trace_id, request_id, service, model, process_kind,
     context_window, tokens_estimate, headroom_tokens, used_pct
 FROM ({_HEADROOM_ROWS})
-ORDER BY headroom_tokens ASC, time DESC
+ORDER BY used_pct DESC, headroom_tokens ASC, time DESC
 LIMIT {{{{limit}}}}
 """,
     params=("since", "until", "service", "model", "process", "limit"),

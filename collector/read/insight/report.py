@@ -25,6 +25,9 @@ from .queries import BYTES_PER_TOKEN, DIMENSIONS, QUERIES, STORE
 DEFAULT_SINCE = "7d"
 DEFAULT_PERIOD_SECONDS = 7 * 86400
 
+# The stored range's upper bound when no window is selected (toDateTime's range ends in 2106).
+ALL_TIME_UNTIL = 4_102_444_800  # 2100-01-01
+
 # A chart reads well with a few dozen points; buckets are rounded up to one
 # of these so that they line up with clock hours and days.
 TARGET_BUCKETS = 48
@@ -136,16 +139,19 @@ def _run_query(store: Store, query: queries.InsightQuery, params: Mapping[str, A
     return store.query(query.render(STORE), {"db": store.database, **{key: params[key] for key in query.params}})
 
 
-def growth_window(store: Store, filters: Filters, *, now: float | None = None) -> tuple[Window, str]:
+def growth_window(store: Store, filters: Filters, *, now: float | None = None,
+                  within: Window | None = None) -> tuple[Window, str]:
     """The default growth comparison: the latest part of the stored requests against the part before it.
 
-    Up to the newest request with a system prompt (matching ``filters``), the
-    latest half of the stored range, at most ``DEFAULT_PERIOD_SECONDS``,
-    against the period of the same length before it: so whenever two periods
-    of data exist, they are what is compared. Returns the window and a phrase
-    saying how it was chosen.
+    Up to the newest request with a system prompt (matching ``filters``, and
+    inside ``within`` when given), the latest half of the stored range, at
+    most ``DEFAULT_PERIOD_SECONDS``, against the period of the same length
+    before it: so whenever two periods of data exist, they are what is
+    compared. Returns the window and a phrase saying how it was chosen.
     """
-    (row,) = _run_query(store, queries.GROWTH_RANGE, filters.as_params())
+    bounds = within or Window(0, ALL_TIME_UNTIL)
+    (row,) = _run_query(store, queries.GROWTH_RANGE, {"since": bounds.since, "until": bounds.until,
+                                                      **filters.as_params()})
     if not row["requests"]:
         return Window.parse(None, None, now=now), "the last 7 days (no requests stored yet)"
     # Whole seconds compared with nanosecond start times: end one second after the newest.
@@ -162,7 +168,7 @@ def growth_window(store: Store, filters: Filters, *, now: float | None = None) -
 
 
 def growth(store: Store, window: Window | None, filters: Filters, *, dimension: str = "name",
-           bucket: Any = None) -> dict[str, Any]:
+           bucket: Any = None, series: bool = True) -> dict[str, Any]:
     """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``)."""
     if dimension not in DIMENSIONS:
         raise BadArgument(f"dimension must be one of {', '.join(DIMENSIONS)}")
@@ -189,7 +195,8 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
         "bytes_per_token": BYTES_PER_TOKEN,
         "total": total,
         "attribution": attribution,
-        "series": run(store, "growth_series", params),
+        # Without ``series`` (a caller that does not chart it) one query fewer.
+        "series": run(store, "growth_series", params) if series else [],
         "summary": growth_summary(total, attribution),
     }
 

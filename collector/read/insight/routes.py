@@ -8,7 +8,9 @@ block, so they run in the thread pool.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,15 +18,18 @@ from starlette.routing import Route
 
 from ...store.base import Store
 from ..inspector.pages import Pages
-from .. import models
+from .. import lookups, models
+from ..errors import BadArgument
+from ..times import NANOSECONDS
 from ..models import InsightParameters, parameters
 from ..web import json_answer
 from . import overview, report
 from .report import Filters, Window
 
-# Per-request cache verdicts the overview lists: enough to see the pattern
-# (and the inputs) without turning the page into the requests table.
+# Per-request cache verdicts and headroom rows the overview lists: enough to
+# see the pattern (and the inputs) without turning the page into the requests table.
 OVERVIEW_VERDICTS = 20
+OVERVIEW_HEADROOM_ROWS = 20
 
 
 def _parameters(request: Request) -> InsightParameters:
@@ -69,23 +74,61 @@ def insight_routes(store: Store, pages: Pages | None = None) -> list[Route]:
     async def headroom(request: Request) -> Response:
         return await json_answer(lambda: headroom_answer(request), models.Headroom)
 
-    def overview_page(request: Request) -> str:
+    def overview_page(request: Request) -> dict[str, Any]:
         given = _parameters(request)
         window, filters = _window(given), _filters(given)
-        growth_window = _growth_window(given)
-        growth = report.growth(store, growth_window, filters, dimension="name")
-        if growth_window is None:  # the by-layer view compares the same periods
-            growth_window = Window.parse(growth["window"]["since"], growth["window"]["until"])
-        return overview.render(
-            growth=growth,
-            growth_by_layer=report.growth(store, growth_window, filters, dimension="layer"),
-            cache=report.cache(store, window, filters, limit=OVERVIEW_VERDICTS),
-            headroom=report.headroom(store, window, filters, limit=20),
-            query={key: request.query_params.get(key, "") for key in ("since", "until", "service", "model", "process")},
-        )
+        # Every query of the page stays inside the selected window: growth compares the
+        # later half of the requests stored in it with the earlier half.
+        compared, basis = report.growth_window(store, filters, within=window)
+        # The four answers are independent reads: asked at once, the page waits for the slowest,
+        # not the sum (the store already serves concurrent requests of the UI server).
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="overview") as pool:
+            growth = pool.submit(report.growth, store, compared, filters, dimension="name", series=False)
+            growth_by_layer = pool.submit(report.growth, store, compared, filters, dimension="layer",
+                                          bucket=given.bucket)
+            cache = pool.submit(report.cache, store, window, filters, limit=OVERVIEW_VERDICTS, bucket=given.bucket)
+            headroom = pool.submit(report.headroom, store, window, filters, limit=OVERVIEW_HEADROOM_ROWS,
+                                   bucket=given.bucket)
+            growth, growth_by_layer, cache, headroom = (
+                future.result() for future in (growth, growth_by_layer, cache, headroom))
+        return {
+            **_form(request, given, window),
+            "window": window.as_json(),
+            "growth": growth,
+            "growth_basis": basis,
+            "growth_by_layer": growth_by_layer,
+            "cache": cache,
+            "verdicts": overview.verdict_rows(cache["requests"]),
+            "headroom": headroom,
+            "charts": {
+                "layers": overview.stacked_bars(growth_by_layer["series"], series_key="series",
+                                                value_key="bytes_per_request", unit="B",
+                                                bucket_seconds=growth_by_layer["bucket_seconds"]),
+                "contributions": overview.contribution_bars(growth["attribution"]),
+                "cache": overview.stacked_bars(overview.cache_rows(cache["series"]), series_key="series",
+                                               value_key="value", unit="", bucket_seconds=cache["bucket_seconds"],
+                                               color=overview.cache_color),
+                "headroom": overview.lines(headroom["series"], series_key="model", value_key="max_used_pct", unit="%",
+                                           bucket_seconds=headroom["bucket_seconds"]),
+            },
+        }
+
+    def _form(request: Request, given: InsightParameters | None, window: Window | None) -> dict[str, Any]:
+        """The filter form's values and choices (services, models, processes seen in the window)."""
+        shown = {name: request.query_params.get(name, "") for name in ("since", "until", "service", "model", "process")}
+        links = {name: value for name, value in shown.items() if value}
+        if window is None:
+            window = Window.parse(None, None)
+        choices = lookups.filter_choices(store, window.since * NANOSECONDS, (window.until + 1) * NANOSECONDS)
+        return {"filters": shown, "choices": choices, "api_query": ("?" + urlencode(links)) if links else "",
+                "error": None}
+
+    def overview_form_with_error(request: Request, error: BadArgument) -> dict[str, Any]:
+        return {**_form(request, None, None), "error": str(error), "growth": None, "window": None}
 
     async def overview_handler(request: Request) -> Response:
-        return await pages.answer(lambda: {"html": overview_page(request)}, "raw.html")
+        return await pages.answer(lambda: overview_page(request), "overview.html",
+                                  on_bad_argument=lambda error: overview_form_with_error(request, error))
 
     return [
         Route("/api/insight/growth", growth, methods=["GET"]),

@@ -9,6 +9,7 @@ offline, with no CDN.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -16,29 +17,58 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ...store.base import Store
-from .. import lookups
+from .. import lookups, times
+from ..errors import BadArgument
 from . import presentation
 from .pages import STATIC, STATIC_PREFIX, Pages
 
-# How many requests the front page lists before the reader narrows the filters.
+# How many requests the front page lists per page (the next page is a link).
 INDEX_LIMIT = 100
+# The filter menus offer the services, models and processes seen this long
+# back (a month covers what the page is used for; anything older can be typed).
+INDEX_CHOICES_WINDOW_NS = 30 * 86400 * times.NANOSECONDS
+LATEST_NS = 2**63 - 1
+
+
+def search_target(text: str) -> str:
+    """Where the search box goes: a 32-hex trace id opens the trace, anything else the request (id or prefix)."""
+    value = text.strip()
+    if len(value) == lookups.TRACE_ID_LENGTH and all(character in "0123456789abcdefABCDEF" for character in value):
+        return f"/trace/{value.lower()}"
+    return f"/requests/{quote(value, safe='')}"
 
 
 def inspector_routes(store: Store, pages: Pages | None = None) -> list:
     pages = pages or Pages()
     render = pages.answer
 
+    def index_form(params: dict[str, str], error: str | None) -> dict[str, Any]:
+        since_ns = times.now_ns() - INDEX_CHOICES_WINDOW_NS
+        return {"filters": params, "error": error, "choices": lookups.filter_choices(store, since_ns, LATEST_NS)}
+
     async def index(request: Request) -> Response:
         params = {name: value for name, value in request.query_params.items()
                   if name in lookups.LIST_PARAMETERS and value}
-        if request.query_params.get("id"):
-            return RedirectResponse(f"/requests/{request.query_params['id'].strip()}", status_code=303)
+        wanted = request.query_params.get("id", "").strip()
+        if wanted:
+            return RedirectResponse(search_target(wanted), status_code=303)
+        unknown = sorted(set(request.query_params) - set(lookups.LIST_PARAMETERS) - {"id"})
 
         def work() -> dict[str, Any]:
+            if unknown:
+                raise BadArgument(f"unknown filter {unknown[0]!r}")
             listing = lookups.list_summaries(store, {"limit": str(INDEX_LIMIT), **params})
-            return {"requests": listing["requests"], "filters": params}
+            bars = lookups.layer_bars(store, listing["requests"])
+            newer = {name: value for name, value in params.items() if name != "cursor"}
+            return {**index_form(params, None), **listing, "bars": bars,
+                    "next_query": urlencode({**newer, "cursor": listing["next_cursor"]}) if listing["next_cursor"] else "",
+                    "first_query": urlencode(newer) if "cursor" in params else None}
 
-        return await render(work, "index.html")
+        def form_with_error(error: BadArgument) -> dict[str, Any]:
+            return {**index_form(params, str(error)), "requests": [], "total": 0, "total_exact": True,
+                    "next_cursor": None, "bars": {}, "next_query": "", "first_query": None}
+
+        return await render(work, "index.html", on_bad_argument=form_with_error)
 
     async def trace(request: Request) -> Response:
         def work() -> dict[str, Any]:

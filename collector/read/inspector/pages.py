@@ -62,7 +62,11 @@ class Pages:
         except errors.BadArgument as error:
             if on_bad_argument is None:
                 return self.failure(error)
-            return self.page(template, 400, **on_bad_argument(error))
+            try:
+                context = await run_in_threadpool(on_bad_argument, error)
+            except errors.ANSWERED_ERRORS as second:
+                return self.failure(second)
+            return self.page(template, 400, **context)
         except errors.ANSWERED_ERRORS as error:
             return self.failure(error)
         return self.page(template, **context)

@@ -7,42 +7,15 @@ worked out here, where they can be tested without a browser.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 from typing import Any, Mapping
 
 from ..formatting import MINUS_SIGN, byte_size, signed_byte_size, signed_count
-
-# Fixed hues for the layers the block model names (README "Instrumenting an application"), so a layer keeps its colour from
-# page to page; any other layer gets a hue derived from its name.
-LAYER_HUES = {
-    "identity": 215,
-    "instructions": 265,
-    "skills": 150,
-    "memory": 32,
-    "knowledge": 190,
-    "state": 330,
-    "tools": 95,
-}
-# The template's own prose is drawn grey so injected values stand out.
-TEMPLATE_LAYER = "template"
+from ..palette import layer_color, layer_style
 
 # A block narrower than this share of the composition bar is still drawn
 # (at this width) so that it can be hovered; proportions stay in the title.
 MINIMUM_SEGMENT_PERCENT = 0.35
-
-
-def layer_hue(layer: str) -> int:
-    if layer in LAYER_HUES:
-        return LAYER_HUES[layer]
-    return int(hashlib.sha256(layer.encode("utf-8")).hexdigest()[:4], 16) % 360
-
-
-def layer_style(layer: str) -> str:
-    """Inline CSS custom properties for a layer's colour (numbers only, never captured text)."""
-    if layer == TEMPLATE_LAYER or not layer:
-        return "--hue: 220; --saturation: 8%"
-    return f"--hue: {layer_hue(layer)}; --saturation: 62%"
 
 
 # The page's conventions: "–" for a missing value, the typographic minus sign.
@@ -63,6 +36,16 @@ def percent(value: Any) -> str:
         return "–"
     share = float(value) * 100
     return f"{share:.1f}%" if share >= 0.1 or share == 0 else "<0.1%"
+
+
+def decimal(value: Any, digits: int = 0) -> str:
+    return "–" if value is None else f"{float(value):,.{digits}f}"
+
+
+def plural(count: Any, singular: str, plural_form: str = "") -> str:
+    """``1 message``, ``2 messages``, ``1,204 blocks`` (a missing count: ``– messages``)."""
+    word = singular if count == 1 else (plural_form or singular + "s")
+    return f"{number(count)} {word}"
 
 
 def number(value: Any) -> str:
@@ -89,9 +72,11 @@ FILTERS = {
     "signed": signed,
     "percent": percent,
     "number": number,
+    "decimal": decimal,
+    "plural": plural,
     "pretty_json": pretty_json,
 }
-GLOBALS = {"layer_style": layer_style}
+GLOBALS = {"layer_style": layer_style, "layer_color": layer_color}
 
 
 def composition(blocks: list[Mapping[str, Any]], whole: int) -> list[dict[str, Any]]:
@@ -108,6 +93,9 @@ def composition(blocks: list[Mapping[str, Any]], whole: int) -> list[dict[str, A
         }
         for block in blocks
     ]
+
+
+GLOBALS["composition"] = composition
 
 
 def trace_rows(requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -93,10 +93,11 @@ def test_cli_filters_and_errors(running_collector, capsys):
 
 def test_overview_page_and_headroom_api(running_collector):
     ui, _ = running_collector
-    status, html = _get(f"{ui}/overview")
-    assert status == 200 and "<svg" in html and "<script" not in html
+    status, html = _get(f"{ui}/overview?since=14d")
+    # The inspector's page: its header, search box and stylesheet; no script but the inspector's own.
+    assert status == 200 and "<svg" in html and html.count("<script") == 1 and 'class="topbar"' in html
     assert "skills_prompt" in html and "user_context" in html
-    # No flags: the growth periods are chosen from the stored data, and the page says which.
+    # Growth compares the later half of the requests stored in the window with the earlier half, and says so.
     assert "Periods compared:" in html and "the later half of the stored requests" in html
     assert "skills_prompt (layer skills) +" in html and "By layer: prompt +" in html
     # The cache verdicts come with their inputs.

@@ -6,19 +6,13 @@ with CI=true it fails them.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from support import IN_CI, REPOSITORY
 from ... import read_side_data as data
+from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("PROMPTPRISM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ARTIFACTS = REPOSITORY / "test-artifacts"
 # Map and page may disagree by at most this fraction of the document height.
 DRIFT_LIMIT = 0.01
 SCROLL_DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -43,22 +37,6 @@ def site(chdb_root, tmp_path_factory):
     records = [*data.scenario(), long_record()]
     with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (_, _, url):
         yield url, records
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        message = f"Chromium not found at {CHROMIUM} (install Debian's chromium; `make browser`)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

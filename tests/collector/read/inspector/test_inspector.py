@@ -21,7 +21,8 @@ def site(chdb_root, tmp_path_factory):
 
 
 def page(site, path, status=200, **params):
-    response = site.get(path, params=params)
+    # httpx replaces a query in the path with params= even when params is empty.
+    response = site.get(path, params=params) if params else site.get(path)
     assert response.status_code == status, response.text[:500]
     assert response.headers["content-type"].startswith("text/html")
     return response.text
@@ -148,3 +149,75 @@ def test_every_page_links_to_the_request_list_and_the_overview(site):
         text = page(site, path)
         assert '<a href="/overview">' in text and '<a href="/">' in text, path
     assert '<a href="/">' in page(site, "/overview")
+
+
+def test_index_counts_every_match_and_pages_through_them(site):
+    first = page(site, "/", limit="2")
+    assert "5 requests match; showing 2, newest first." in " ".join(first.split())
+    seen = re.findall(r'href="/requests/([0-9a-f]{16})"><code>', first)
+    following = html.unescape(re.search(r'href="/\?([^"]+)" rel="next"', first).group(1))
+    while following:
+        text = site.get("/?" + following).text
+        seen += re.findall(r'href="/requests/([0-9a-f]{16})"><code>', text)
+        found = re.search(r'href="/\?([^"]+)" rel="next"', text)
+        following = html.unescape(found.group(1)) if found else ""
+    # Every request once, newest first, across the pages (keyset on started_at, request_id).
+    listed = [item["request_id"] for item in site.get("/api/requests").json()["requests"]]
+    assert seen == listed and len(set(seen)) == 5
+
+
+def test_api_pages_with_a_cursor_and_counts_the_whole_list(site):
+    answer = site.get("/api/requests", params={"limit": 2}).json()
+    assert (answer["total"], answer["total_exact"], len(answer["requests"])) == (5, True, 2)
+    ids = [item["request_id"] for item in answer["requests"]]
+    while answer["next_cursor"]:
+        answer = site.get("/api/requests", params={"limit": 2, "cursor": answer["next_cursor"]}).json()
+        ids += [item["request_id"] for item in answer["requests"]]
+    assert len(ids) == len(set(ids)) == 5
+    assert site.get("/api/requests", params={"cursor": "garbage"}).status_code == 400
+
+
+def test_index_shows_the_columns_and_the_choices_from_the_data(site):
+    text = page(site, "/")
+    for header in ("conversation", "duration", "status", "cache read", "prompt"):
+        assert f">{header}</th>" in text, header
+    services = re.search(r'<select name="service">(.*?)</select>', text, re.S).group(1)
+    assert re.findall(r'<option value="([^"]*)"', services) == ["", "assistant", "billing", "summarizer"]
+    assert 'class="bar"' in text and data.CONVERSATION in text
+    for preset in ("15m", "1h", "24h", "7d"):
+        assert f'name="since" value="{preset}"' in text
+
+
+@pytest.mark.parametrize("path, needle", [("/?since=bogus", "since=&#39;bogus&#39;"),
+                                          ("/?limit=0", "limit"), ("/?colour=red", "unknown filter"),
+                                          ("/overview?since=bogus", "since=&#39;bogus&#39;"),
+                                          ("/overview?bucket=soon", "bucket=&#39;soon&#39;")])
+def test_a_bad_filter_shows_the_form_with_the_error(site, path, needle):
+    text = page(site, path, 400)
+    error = re.search(r'<p class="form-error" role="alert">(.*?)</p>', text, re.S).group(1)
+    assert needle in error
+    assert '<form class="filters"' in text and 'class="topbar"' in text
+
+
+def test_the_search_box_opens_a_trace_id_or_a_request(site):
+    for typed, target in ((data.AGENT_TRACE, f"/trace/{data.AGENT_TRACE}"),
+                          (data.AGENT_TRACE.upper(), f"/trace/{data.AGENT_TRACE}"),
+                          (data.UNMAPPED[:6], f"/requests/{data.UNMAPPED[:6]}")):
+        response = site.get("/requests", params={"id": typed}, follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"] == target, typed
+    assert data.FIRST in page(site, f"/trace/{data.AGENT_TRACE}")
+
+
+def test_every_page_has_a_favicon_and_unknown_pages_are_styled(site):
+    for path in ("/", "/overview", f"/requests/{data.FIRST}", "/nope"):
+        text = site.get(path).text
+        icon = re.search(r'<link rel="icon" href="([^"]+)"', text).group(1)
+        assert site.get(icon).status_code == 200, path
+    assert "404 · Not found" in page(site, "/nope", 404)
+
+
+def test_plurals(site):
+    assert presentation.plural(1, "message") == "1 message"
+    assert presentation.plural(2, "message") == "2 messages"
+    assert presentation.plural(0, "block") == "0 blocks"
+    assert " 1 messages" not in page(site, f"/requests/{data.UNMAPPED}")

@@ -1,0 +1,57 @@
+"""One colour per layer name, everywhere: the inspector, the overview and the Grafana dashboard.
+
+A layer's colour depends on its name only, never on which layers a page or
+a filter happens to show, so ``memory`` is the same orange on every page, at
+every filter and in every run. The layers the block model names have fixed
+hues; any other name gets a hue derived from its sha256. The template's own
+prose (layer ``template``) is grey, so injected values stand out. Pure,
+standard library only.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import hashlib
+
+LAYER_HUES = {
+    "identity": 215,
+    "instructions": 265,
+    "skills": 150,
+    "memory": 32,
+    "knowledge": 190,
+    "state": 330,
+    "tools": 95,
+}
+TEMPLATE_LAYER = "template"
+# The swatch colour (bars, lines, Grafana series): saturation and lightness in %.
+SATURATION = 62
+GREY_SATURATION = 8
+GREY_HUE = 220
+LIGHTNESS = 55
+
+
+def layer_hue(layer: str) -> int:
+    if layer in LAYER_HUES:
+        return LAYER_HUES[layer]
+    return int(hashlib.sha256(layer.encode("utf-8")).hexdigest()[:4], 16) % 360
+
+
+def is_grey(layer: str) -> bool:
+    return layer == TEMPLATE_LAYER or not layer
+
+
+def layer_style(layer: str) -> str:
+    """Inline CSS custom properties for a layer's colour (numbers only, never captured text)."""
+    if is_grey(layer):
+        return f"--hue: {GREY_HUE}; --saturation: {GREY_SATURATION}%"
+    return f"--hue: {layer_hue(layer)}; --saturation: {SATURATION}%"
+
+
+def layer_color(layer: str) -> str:
+    """The layer's swatch colour as ``#rrggbb`` (the CSS ``hsl(hue saturation 55%)`` the inspector draws)."""
+    hue, saturation = (GREY_HUE, GREY_SATURATION) if is_grey(layer) else (layer_hue(layer), SATURATION)
+    red, green, blue = colorsys.hls_to_rgb(hue / 360, LIGHTNESS / 100, saturation / 100)
+    return "#" + "".join(f"{round(channel * 255):02x}" for channel in (red, green, blue))
+
+
+__all__ = ["LAYER_HUES", "TEMPLATE_LAYER", "layer_color", "layer_hue", "layer_style"]
