@@ -73,9 +73,8 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
 def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Full request objects for ``rows``: blocks, tools, content and predecessors."""
     joined = _join_logged_content(store, [*rows, *candidates])
-    ids = [row["request_id"] for row in rows]
-    block_rows = queries.blocks_for(store, ids)
-    tool_rows = queries.tools_for(store, ids)
+    block_rows = queries.blocks_for(store, rows)
+    tool_rows = queries.tools_for(store, rows)
     keys = [request_view.content_key(row) for row in [*block_rows, *tool_rows]]
     contents = queries.contents_for(store, keys)
     contents.update(joined.contents)

@@ -6,8 +6,14 @@ parameter decoded by ``JSONExtract``: the embedded store binds parameters as
 text and cannot bind a Python list, and a JSON string binds the same way on
 both stores. The same SQL runs on the embedded and the server store.
 
-Tables are ReplacingMergeTree (a resent batch collapses into one row), so
-every read uses ``FINAL``.
+Tables are ReplacingMergeTree (a resent batch collapses into one row when
+parts merge) and no read here uses ``FINAL``: FINAL reads every part of the
+table it names and turns off the bloom filters, so a lookup would cost as
+much as a scan. Each query instead reads by key (``request_ids`` gives a
+request's sorting key, see migration 020) or by bloom filter, and drops a
+not-yet-merged copy itself: ``LIMIT 1 BY`` the row's identity, or in Python
+for the list (``LIMIT 1 BY`` there would stop ClickHouse from reading in
+order and stopping after a page).
 
 The functions here only fetch rows; turning rows into request objects is
 ``request_view``'s job.
@@ -57,92 +63,132 @@ def _select_list(columns: Iterable[Column]) -> str:
 _SUMMARY_COLUMNS = _select_list(column for column in REQUEST_COLUMNS if column.summary)
 _REQUEST_COLUMNS = _select_list(REQUEST_COLUMNS) + ",\n    toString(toDate(started_at)) AS day"
 
-REQUEST_BY_ID = f"""
-SELECT {_REQUEST_COLUMNS}
-FROM {{db:Identifier}}.requests FINAL
-WHERE request_id = {{request_id:String}}
+# Where a request is stored, by its full id: the sorting key of its rows.
+REQUEST_LOCATION = """
+SELECT request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, service, trace_id
+FROM {db:Identifier}.request_ids
+WHERE request_id = {request_id:String}
 ORDER BY started_at
 LIMIT 1
 """
 
+# One request by its sorting key (service, hour, trace, id): a point read.
+REQUEST_AT = f"""
+SELECT {_REQUEST_COLUMNS}
+FROM {{db:Identifier}}.requests
+WHERE service = {{service:String}}
+  AND toStartOfHour(started_at) = toStartOfHour(fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC'))
+  AND trace_id = {{trace_id:String}}
+  AND request_id = {{request_id:String}}
+  AND started_at = fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC')
+LIMIT 1
+"""
+
 # startsWith with a bound argument: the prefix is literal text, so `%` or `_`
-# can never act as a wildcard the way they would in LIKE.
+# can never act as a wildcard the way they would in LIKE. On the id table's
+# sorting key it reads one granule per day partition.
 REQUEST_IDS_BY_PREFIX = """
 SELECT DISTINCT request_id
-FROM {db:Identifier}.requests
+FROM {db:Identifier}.request_ids
 WHERE startsWith(request_id, {prefix:String})
 ORDER BY request_id
 LIMIT {limit:UInt32}
 """
 
+# A trace's requests: the bloom filter on trace_id skips every other granule.
 REQUESTS_BY_TRACE = f"""
 SELECT {_REQUEST_COLUMNS}
-FROM {{db:Identifier}}.requests FINAL
+FROM {{db:Identifier}}.requests
 WHERE trace_id = {{trace_id:String}}
 ORDER BY started_at, request_id
+LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
 
 TRACE_SUMMARIES = f"""
 SELECT {_SUMMARY_COLUMNS}
-FROM {{db:Identifier}}.requests FINAL
+FROM {{db:Identifier}}.requests
 WHERE trace_id = {{trace_id:String}}
 ORDER BY started_at, request_id
+LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
 
+# Blocks and tools of some requests, by the sorting key's leading columns
+# (service, hour of the start) and the id: the caller knows all three from
+# the requests' rows, so the read touches only the granules of those hours.
 # content_sha256 and redacted: see migration 005 (request_view.content_key
 # falls back to sha256 for rows written before it).
 BLOCKS_FOR_REQUESTS = """
 SELECT request_id, toString(toDate(started_at)) AS day,
        `index`, name, layer, stability, source, start, `end`, size, sha256, content_sha256, redacted
-FROM {db:Identifier}.blocks FINAL
-WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+FROM {db:Identifier}.blocks
+WHERE service IN JSONExtract({services:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 ORDER BY request_id, `index`
+LIMIT 1 BY request_id, `index`
 """
 
 TOOLS_FOR_REQUESTS = """
 SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256, content_sha256, redacted
-FROM {db:Identifier}.tools FINAL
-WHERE request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+FROM {db:Identifier}.tools
+WHERE service IN JSONExtract({services:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 ORDER BY request_id, `index`
+LIMIT 1 BY request_id, `index`
 """
 
 # Content is stored once per (day, sha256 of the text); a request on day D
 # finds its text in partition D (see the schema), so both halves of the key
-# are bound. A block's or tool's key is its content_sha256, or its sha256 on
-# rows older than migration 005 (request_view.content_key).
+# are bound: a point read per key. A block's or tool's key is its
+# content_sha256, or its sha256 on rows older than migration 005
+# (request_view.content_key).
 # The output alias must not be `day`: ClickHouse lets an alias shadow the
 # column inside WHERE, and the string would then be compared with dates.
 CONTENTS_BY_KEY = """
 SELECT toString(day) AS content_day, sha256, content
-FROM {db:Identifier}.contents FINAL
+FROM {db:Identifier}.contents
 WHERE day IN JSONExtract({days:String}, 'Array(Date)')
   AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
+LIMIT 1 BY day, sha256
 """
 
 # What the GenAI content events of some requests contribute to them, for the
 # read-time join (``events``): instrumentations that send content as log records
 # leave it off the span. Both id lists are bound; the caller keeps the
-# (trace_id, span_id) pairs it asked for. ORDER BY matches the table's, so
-# the look-up reads few granules.
+# (trace_id, span_id) pairs it asked for. The table is sorted by
+# (trace_id, span_id, record_sha256): the look-up reads few granules, and a
+# re-sent record is dropped by its identity.
 GENAI_EVENTS_FOR_REQUESTS = """
-SELECT trace_id, span_id, toUnixTimestamp64Nano(timestamp) AS time_ns, sequence, contribution,
+SELECT trace_id, span_id, time_ns, sequence, contribution,
        system_instructions, input_messages, output_messages, message, message_index, message_has_parts,
        instructions_text, system_text
-FROM {db:Identifier}.genai_events FINAL
-WHERE trace_id IN JSONExtract({trace_ids:String}, 'Array(String)')
-  AND span_id IN JSONExtract({span_ids:String}, 'Array(String)')
-  AND contribution != ''
+FROM (
+    SELECT trace_id, span_id, toUnixTimestamp64Nano(timestamp) AS time_ns, sequence, contribution,
+           system_instructions, input_messages, output_messages, message, message_index, message_has_parts,
+           instructions_text, system_text
+    FROM {db:Identifier}.genai_events
+    WHERE trace_id IN JSONExtract({trace_ids:String}, 'Array(String)')
+      AND span_id IN JSONExtract({span_ids:String}, 'Array(String)')
+      AND contribution != ''
+    ORDER BY received_at DESC
+    LIMIT 1 BY trace_id, span_id, record_sha256
+)
 ORDER BY trace_id, span_id, time_ns, sequence
 LIMIT {limit:UInt32} BY trace_id, span_id
 """
 
 # An empty filter parameter means "any": one statement serves every filter
 # combination, with every value still bound.
+# Newest first, without FINAL (see above): a copy not merged yet is dropped
+# by ``list_requests``.
 LIST_REQUESTS = f"""
 SELECT {_SUMMARY_COLUMNS}
-FROM {{db:Identifier}}.requests FINAL
+FROM {{db:Identifier}}.requests
 WHERE ({{service:String}} = '' OR service = {{service:String}})
   AND ({{model:String}} = '' OR model = {{model:String}} OR response_model = {{model:String}})
   AND ({{conversation:String}} = '' OR conversation_id = {{conversation:String}})
@@ -166,12 +212,14 @@ LIST_REQUESTS_COUNT = f"SELECT count() AS total FROM ({LIST_REQUESTS})"
 
 # The requests of some conversations up to a moment, newest first: each
 # request's predecessor (for growth) is found among them.
+# The bloom filter on conversation_id skips every other granule.
 CONVERSATION_MEMBERS = f"""
 SELECT {_SUMMARY_COLUMNS}
-FROM {{db:Identifier}}.requests FINAL
+FROM {{db:Identifier}}.requests
 WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)')
   AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
 ORDER BY started_at DESC, request_id DESC
+LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
 
@@ -208,7 +256,13 @@ def _run(store: Store, sql: str, **params: Any) -> list[dict[str, Any]]:
 
 
 def request_by_id(store: Store, request_id: str) -> dict[str, Any] | None:
-    rows = _run(store, REQUEST_BY_ID, request_id=request_id)
+    """The full row of one request: where it is (``request_ids``), then a point read there."""
+    found = _run(store, REQUEST_LOCATION, request_id=request_id)
+    if not found:
+        return None
+    location = found[0]
+    rows = _run(store, REQUEST_AT, service=location["service"], started_at_ns=int(location["started_at_ns"]),
+                trace_id=location["trace_id"], request_id=request_id)
     return rows[0] if rows else None
 
 
@@ -226,14 +280,26 @@ def trace_summaries(store: Store, trace_id: str) -> list[dict[str, Any]]:
     return _run(store, TRACE_SUMMARIES, trace_id=trace_id, limit=TRACE_REQUESTS_MAX)
 
 
-def blocks_for(store: Store, request_ids: Iterable[str]) -> list[dict[str, Any]]:
-    ids = sorted(set(request_ids))
-    return _run(store, BLOCKS_FOR_REQUESTS, request_ids=json.dumps(ids)) if ids else []
+def _by_request_key(store: Store, sql: str, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of ``blocks`` or ``tools`` for the requests of ``rows`` (each with request_id, service, started_at_ns)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    starts = [int(row["started_at_ns"]) for row in rows]
+    found = _run(store, sql, request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
+                 services=json.dumps(sorted({row["service"] for row in rows})),
+                 since_ns=min(starts), until_ns=max(starts))
+    # The IN lists select a cross product of services and ids: keep the requests asked for.
+    wanted = {row["request_id"] for row in rows}
+    return [row for row in found if row["request_id"] in wanted]
 
 
-def tools_for(store: Store, request_ids: Iterable[str]) -> list[dict[str, Any]]:
-    ids = sorted(set(request_ids))
-    return _run(store, TOOLS_FOR_REQUESTS, request_ids=json.dumps(ids)) if ids else []
+def blocks_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _by_request_key(store, BLOCKS_FOR_REQUESTS, rows)
+
+
+def tools_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _by_request_key(store, TOOLS_FOR_REQUESTS, rows)
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -262,8 +328,19 @@ def _list_parameters(filters: RequestFilters) -> dict[str, Any]:
                 cursor_ns=filters.cursor_ns, cursor_id=filters.cursor_id, limit=filters.limit)
 
 
+def _first_of_each(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` without a second copy of a request (a re-sent batch not merged yet)."""
+    seen: set[str] = set()
+    kept = []
+    for row in rows:
+        if row["request_id"] not in seen:
+            seen.add(row["request_id"])
+            kept.append(row)
+    return kept
+
+
 def list_requests(store: Store, filters: RequestFilters) -> list[dict[str, Any]]:
-    return _run(store, LIST_REQUESTS, **_list_parameters(filters))
+    return _first_of_each(_run(store, LIST_REQUESTS, **_list_parameters(filters)))
 
 
 def count_requests(store: Store, filters: RequestFilters) -> int:

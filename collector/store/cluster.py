@@ -67,6 +67,8 @@ SHARDING_KEYS = {
     "requests": "cityHash64(trace_id)",
     "blocks": "cityHash64(trace_id)",
     "tools": "cityHash64(trace_id)",
+    # filled by a view on each shard's `requests` inserts: beside its request
+    "request_ids": "cityHash64(trace_id)",
     "contents": "cityHash64(sha256)",
     "otel_traces": "cityHash64(TraceId)",
     "otel_traces_trace_id_ts": "cityHash64(TraceId)",

@@ -22,6 +22,7 @@ import threading
 from typing import Any, Mapping
 
 from .base import (
+    MATERIALIZED_VIEW_DEDUPLICATION,
     StoreError,
     StoreUnavailable,
     checked_identifier,
@@ -88,7 +89,8 @@ class EmbeddedStore:
         data = columns  # noqa: F841
         settings = ""
         if dedup_token:
-            settings = f" SETTINGS insert_deduplication_token = '{checked_token(dedup_token)}'"
+            settings = (f" SETTINGS insert_deduplication_token = '{checked_token(dedup_token)}',"
+                        f" {MATERIALIZED_VIEW_DEDUPLICATION} = 1")
         # Columns by name: a table with more columns (a later migration) fills
         # the rest from their DEFAULTs, and older spooled rows still load.
         self._run(
