@@ -11,7 +11,8 @@ API's request object shows it. The other stages derive from that:
 - ``conventions.declared`` copies each declared attribute into its field,
   converted by the column's type;
 - ``write.rows`` lays out the ``requests`` columns (Arrow type, clamping,
-  defaults);
+  defaults), and a content field's items in ``request_content`` and
+  ``contents`` (``content_columns``);
 - ``read.queries`` selects them, each under its field's name;
 - ``read.request_view`` shows each field at its ``api`` paths;
 - a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests`` after
@@ -249,8 +250,38 @@ def declared_columns(record_type: type) -> tuple[Column, ...]:
 DERIVED_COLUMNS = (
     Column("block_count", "UInt32", summary=True, derive=lambda record: len(record.blocks)),  # blocks stored
 )
+# Every value a record declares, wherever it is stored.
+RECORD_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_COLUMNS
+# Captured content is not a column of `requests`: each content field is
+# stored content-addressed (migration 021) — its text split into items (the
+# messages of a JSON array, the values of a JSON object, else the whole text),
+# each item's text once per day in `contents`, and the item keys in
+# `request_content`, under the columns ``content_columns`` names.
+CONTENT_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if column.content)
 # Every column of `requests` that a record fills.
-REQUEST_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_COLUMNS
+REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if not column.content)
+
+# How a content field's text was split into items (request_content.<name>_form).
+CONTENT_ABSENT, CONTENT_ARRAY, CONTENT_OBJECT, CONTENT_WHOLE = 0, 1, 2, 3
+
+
+def content_columns(column: Column) -> tuple[Column, ...]:
+    """The `request_content` columns of one content field: how its text was
+    split (``_form``), the object member names (``_names``), the sha256 of
+    each item's stored text (``_keys``, the key in `contents`) and whether an
+    item is a JSON string stored as its plain text (``_raw``, so a template
+    variable equal to a block's text is the block's `contents` row)."""
+    return (Column(f"{column.name}_form", "UInt8"), Column(f"{column.name}_names", "Array(String)"),
+            Column(f"{column.name}_keys", "Array(String)"), Column(f"{column.name}_raw", "Array(UInt8)"))
+
+
+# Every column of `request_content`: the request (thread = conversation id,
+# else trace id: the sorting key that keeps a conversation's key lists side
+# by side) and each content field's columns.
+REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = (
+    Column("thread", "String"), Column("started_at", "DateTime64(9, 'UTC')"), Column("request_id", "String"),
+    *(part for column in CONTENT_COLUMNS for part in content_columns(column)),
+)
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
 REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..record import REQUEST_COLUMNS, Column, RequestRecord
+from ..record import RECORD_COLUMNS, Column, RequestRecord
 from ._convention import Convention, content_text, integer, number, string_list, text
 
 _NULLABLE = "Nullable("
@@ -36,7 +36,7 @@ def _kind(column: Column) -> str:
 
 
 def _pairs(kind: str) -> tuple[tuple[str, str], ...]:
-    return tuple((column.attribute, column.field) for column in REQUEST_COLUMNS
+    return tuple((column.attribute, column.field) for column in RECORD_COLUMNS
                  if column.attribute and _kind(column) == kind)
 
 
@@ -75,4 +75,4 @@ def fill(attributes: Mapping[str, object], record: RequestRecord) -> None:
 
 CONVENTION = Convention(
     name="declared", fill=fill,
-    attributes=frozenset(column.attribute for column in REQUEST_COLUMNS if column.attribute))
+    attributes=frozenset(column.attribute for column in RECORD_COLUMNS if column.attribute))

@@ -14,7 +14,7 @@ import re
 from typing import Any, Mapping
 
 from ..store.base import Store
-from . import events, models, queries, request_view, times
+from . import content, events, models, queries, request_view, times
 from .diff import diff_requests
 from .errors import Ambiguous, BadArgument, NotFound
 
@@ -72,11 +72,14 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
 
 def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Full request objects for ``rows``: blocks, tools, content and predecessors."""
-    joined = _join_logged_content(store, [*rows, *candidates])
     block_rows = queries.blocks_for(store, rows)
     tool_rows = queries.tools_for(store, rows)
-    keys = [request_view.content_key(row) for row in [*block_rows, *tool_rows]]
-    contents = queries.contents_for(store, keys)
+    references = queries.content_references(store, rows)
+    # One read of `contents` for the blocks', the tools' and the content fields' text.
+    contents = queries.contents_for(store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]),
+                                            *content.keys(references.values())])
+    content.fill(rows, references, contents)
+    joined = _join_logged_content(store, [*rows, *candidates])
     contents.update(joined.contents)
     blocks_by_request: dict[str, list] = {request_id: list(blocks) for request_id, blocks in joined.blocks.items()}
     for block in block_rows:

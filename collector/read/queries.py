@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..record import REQUEST_COLUMNS, Column
+from ..record import CONTENT_COLUMNS, REQUEST_COLUMNS, Column, content_columns
 from ..store.base import Store
 
 # How many candidates an ambiguous prefix lists. One more than shown is
@@ -140,6 +140,19 @@ WHERE service IN JSONExtract({services:String}, 'Array(String)')
   AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 ORDER BY request_id, `index`
 LIMIT 1 BY request_id, `index`
+"""
+
+# The content item keys of some requests (read.content joins the texts back),
+# by request_content's sorting key: thread (conversation id, else trace id) and start.
+_CONTENT_REFERENCE_COLUMNS = ", ".join(part.name for column in CONTENT_COLUMNS for part in content_columns(column))
+CONTENT_REFERENCES = f"""
+SELECT request_id, toString(toDate(started_at)) AS content_day, {_CONTENT_REFERENCE_COLUMNS}
+FROM {{db:Identifier}}.request_content
+WHERE thread IN JSONExtract({{threads:String}}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
+  AND request_id IN JSONExtract({{request_ids:String}}, 'Array(String)')
+LIMIT 1 BY request_id
 """
 
 # Content is stored once per (day, sha256 of the text); a request on day D
@@ -300,6 +313,19 @@ def blocks_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, A
 
 def tools_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return _by_request_key(store, TOOLS_FOR_REQUESTS, rows)
+
+
+def content_references(store: Store, rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``request_content`` row of each of ``rows`` that has captured content, by request id."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    starts = [int(row["started_at_ns"]) for row in rows]
+    found = _run(store, CONTENT_REFERENCES,
+                 threads=json.dumps(sorted({row["conversation_id"] or row["trace_id"] for row in rows})),
+                 request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
+                 since_ns=min(starts), until_ns=max(starts))
+    return {row["request_id"]: row for row in found}
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ...wire.canonical import BYTES_PER_TOKEN
 from ...wire.canonical import tokens_in_bytes as estimate_tokens
 from ..conventions.system_prompt import instructions_text
-from ..record import REQUEST_COLUMNS, Column
+from ..record import RECORD_COLUMNS, REQUEST_COLUMNS, Column
 from .lineage import describe as describe_lineage
 from .lineage import lineage_key
 
@@ -81,7 +81,7 @@ def _paths(columns: Iterable[Column], *, first_only: bool) -> tuple[_Path, ...]:
 
 # A summary shows each summary column at its first path, a full request every column at all of them.
 _SUMMARY_PATHS = _paths((column for column in REQUEST_COLUMNS if column.summary), first_only=True)
-_REQUEST_PATHS = _paths(REQUEST_COLUMNS, first_only=False)
+_REQUEST_PATHS = _paths(RECORD_COLUMNS, first_only=False)  # content too (read.content fills it)
 
 
 def _declared(row: Mapping[str, Any], paths: tuple[_Path, ...], into: dict[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,8 @@ SHARDING_KEYS = {
     "tools": "cityHash64(trace_id)",
     # filled by a view on each shard's `requests` inserts: beside its request
     "request_ids": "cityHash64(trace_id)",
+    # a conversation's key lists side by side, as the table is sorted
+    "request_content": "cityHash64(thread)",
     "contents": "cityHash64(sha256)",
     "otel_traces": "cityHash64(TraceId)",
     "otel_traces_trace_id_ts": "cityHash64(TraceId)",

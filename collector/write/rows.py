@@ -2,7 +2,7 @@
 
 ``reassemble`` hands over ``RequestRecord``s and ``DecodedSpan``s; this
 module lays them out as the columns of ``requests``, ``blocks``, ``tools``,
-``contents`` and ``otel_traces`` (store/schema), and a logs export's
+``contents``, ``request_content`` and ``otel_traces`` (store/schema), and a logs export's
 ``GenAIEvent``s and other ``DecodedLogRecord``s as ``genai_events`` and
 ``otel_logs``. The sink writes the tables.
 
@@ -24,6 +24,7 @@ is not those bytes (see migration 005).
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable
 
@@ -32,7 +33,19 @@ import pyarrow as pa
 from ...wire import names
 from ..otlp.attribute_text import otel_attribute_string
 from ..otlp.model import DecodedLogRecord, DecodedSpan
-from ..record import GENAI_EVENT_COLUMNS, REQUEST_COLUMNS, Block, GenAIEvent, RequestRecord, ToolDefinition
+from ..record import (
+    CONTENT_ABSENT,
+    CONTENT_ARRAY,
+    CONTENT_COLUMNS,
+    CONTENT_OBJECT,
+    CONTENT_WHOLE,
+    GENAI_EVENT_COLUMNS,
+    REQUEST_COLUMNS,
+    Block,
+    GenAIEvent,
+    RequestRecord,
+    ToolDefinition,
+)
 from ..store.declared import DeclaredTable, integer_array
 from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat
 
@@ -42,7 +55,7 @@ TIMESTAMP = pa.timestamp("ns", tz="UTC")
 
 # Tables in the order the sink inserts them: text first, so a request row
 # never points at content that is not there yet.
-TABLES = ("contents", "blocks", "tools", "requests", "otel_traces")
+TABLES = ("contents", "request_content", "blocks", "tools", "requests", "otel_traces")
 # What a logs export writes, after the above when a group holds both.
 LOG_TABLES = ("genai_events", "otel_logs")
 # What a metrics export writes (metric_rows): one table per OTLP metric type.
@@ -132,10 +145,96 @@ def tools_table(records: Iterable[RequestRecord]) -> pa.Table:
 ContentKey = tuple[int, str]  # (day number since 1970-01-01, sha256 of the stored text)
 
 
+# --- captured content fields: items in `contents`, keys in `request_content` ----
+
+@dataclass(slots=True)
+class ContentItems:
+    """A content field's text as stored: how it was split, and each item's text."""
+
+    form: int
+    names: list[str]  # object member names (CONTENT_OBJECT), else empty
+    texts: list[str]  # each item's stored text
+    raw: list[int]  # 1: the item is a JSON string stored as its plain text
+
+    @property
+    def keys(self) -> list[str]:
+        return [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in self.texts]
+
+
+def _item_text(value: Any) -> tuple[str, int]:
+    # A string is stored as itself (a template variable then shares the
+    # `contents` row of the block it fills); anything else as compact JSON.
+    # Text with a lone surrogate (a JSON escape of half a character) is no
+    # UTF-8: it stays JSON-escaped, as the sender spelled it.
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value, 1
+        except UnicodeEncodeError:
+            return json.dumps(value, separators=(",", ":")), 0
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, separators=(",", ":"))
+    return text, 0
+
+
+def split_content(text: str) -> ContentItems:
+    """A content field's JSON text → its items: each message of a history is
+    stored once however many later requests repeat it (read.content joins
+    them back into the same JSON value)."""
+    if not text:
+        return ContentItems(CONTENT_ABSENT, [], [], [])
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        items = [_item_text(item) for item in value]
+        return ContentItems(CONTENT_ARRAY, [], [text for text, _ in items], [raw for _, raw in items])
+    if isinstance(value, dict):
+        items = [_item_text(item) for item in value.values()]
+        return ContentItems(CONTENT_OBJECT, [str(name) for name in value],
+                            [text for text, _ in items], [raw for _, raw in items])
+    return ContentItems(CONTENT_WHOLE, [], [text], [0])
+
+
+def content_items(record: RequestRecord) -> dict[str, ContentItems]:
+    """Each captured content field of ``record`` (by column name), split into items; absent ones left out."""
+    found = {}
+    for column in CONTENT_COLUMNS:
+        text = getattr(record, column.field)
+        if text:
+            found[column.name] = split_content(text)
+    return found
+
+
+def request_content_table(records: Iterable[RequestRecord],
+                          items: dict[str, dict[str, ContentItems]]) -> pa.Table:
+    """One row per request with captured content: the keys of its items (see record.content_columns)."""
+    rows = [record for record in records if items.get(record.request_id)]
+    columns: dict[str, pa.Array] = {
+        "thread": pa.array([r.conversation_id or r.trace_id for r in rows], pa.string()),
+        "started_at": pa.array([int(r.started_at_ns) for r in rows], TIMESTAMP),
+        "request_id": pa.array([r.request_id for r in rows], pa.string()),
+    }
+    empty = ContentItems(CONTENT_ABSENT, [], [], [])
+    for column in CONTENT_COLUMNS:
+        fields = [items[r.request_id].get(column.name, empty) for r in rows]
+        columns[f"{column.name}_form"] = pa.array([f.form for f in fields], pa.uint8())
+        columns[f"{column.name}_names"] = pa.array([f.names for f in fields], pa.list_(pa.string()))
+        columns[f"{column.name}_keys"] = pa.array([f.keys for f in fields], pa.list_(pa.string()))
+        columns[f"{column.name}_raw"] = pa.array([f.raw for f in fields], pa.list_(pa.uint8()))
+    return pa.table(columns)
+
+
 def contents_table(
-    records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = ()
+    records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = (),
+    items: dict[str, dict[str, ContentItems]] | None = None,
 ) -> tuple[pa.Table, list[ContentKey]]:
-    """Captured block and tool text, once per distinct (day, content_sha256).
+    """Captured text, once per distinct (day, sha256 of the text): block and
+    tool text, and each item of the content fields (``items``, by request id).
 
     ``already_stored`` holds keys known to be durable already (the sink's
     recent set); they are skipped. Returns the table and the keys it holds.
@@ -151,6 +250,12 @@ def contents_table(
             if key in seen or key in already_stored:
                 continue
             seen[key] = (len(item.content.encode("utf-8")), item.content)
+        for field_items in (items or {}).get(record.request_id, {}).values():
+            for text, key_hash in zip(field_items.texts, field_items.keys):
+                key = (day, key_hash)
+                if key in seen or key in already_stored:
+                    continue
+                seen[key] = (len(text.encode("utf-8")), text)
     keys = list(seen)
     table = pa.table({
         "day": pa.array([day for day, _ in keys], pa.date32()),
@@ -189,13 +294,42 @@ def _tool_content_stored(attributes: dict) -> bool:
     return isinstance(attributes[names.TOOL_CONTENT], str) and isinstance(sha256, str) and sha256 != ""
 
 
+# Replaces, on a request span in otel_traces, the content attributes the
+# request record stores content-addressed (gen_ai.input.messages, …): its
+# value names them, space-separated, so the trace view still says they were
+# sent and where to read them (the request, GET /api/requests/{span id}).
+CONTENT_MOVED = "promptprism.content.moved"
+
+
+def moved_content_attributes(records: Iterable[RequestRecord]) -> dict[SpanKey, frozenset[str]]:
+    """Per request span, the content attributes its record stores (captured, non-empty)."""
+    moved = {}
+    for record in records:
+        found = frozenset(column.attribute for column in CONTENT_COLUMNS
+                          if column.attribute and getattr(record, column.field))
+        if found:
+            moved[(record.trace_id, record.request_id)] = found
+    return moved
+
+
+def _without_moved(attributes: dict[str, Any], moved: frozenset[str]) -> dict[str, Any]:
+    kept = {key: value for key, value in attributes.items() if key not in moved}
+    present = sorted(key for key in moved if key in attributes)
+    if present:
+        kept[CONTENT_MOVED] = " ".join(present)
+    return kept
+
+
 def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRecord] = ()) -> pa.Table:
-    """One row per span. Block and tool text that ``records`` store in
-    ``contents`` is left out of ``Events.Attributes`` — the ``blocks`` and
-    ``tools`` rows point there — so a request's prompt is not stored twice
-    (the exporter itself would copy every attribute)."""
-    spans = list(spans)
+    """One row per span. Text that ``records`` store in ``contents`` is not
+    stored again here: block and tool text is left out of
+    ``Events.Attributes`` (the ``blocks`` and ``tools`` rows point there), and
+    a request's captured content attributes (messages, template variables,
+    system instructions) are replaced by ``CONTENT_MOVED`` naming them — the
+    exporter itself would copy every attribute."""
+    spans, records = list(spans), list(records)
     block_text_stored, tool_text_stored = stored_content_spans(records)
+    moved_content = moved_content_attributes(records)
     resource, span_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
     event_attributes, link_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
     event_times: list[int] = []
@@ -204,8 +338,9 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     links = []
     for span in spans:
         resource.add_shared(span.resource_attributes)  # one dict per resource, shared by its spans
-        span_attributes.add(span.attributes)
         key = (span.trace_id, span.span_id)
+        moved = moved_content.get(key)
+        span_attributes.add(_without_moved(span.attributes, moved) if moved else span.attributes)
         drop_blocks, drop_tools = key in block_text_stored, key in tool_text_stored
         for event in span.events:
             event_times.append(event.time_ns)
@@ -342,9 +477,11 @@ def build_tables(
     rows of ``tools`` (and their text of ``contents``) only."""
     spans, records = list(spans), list(records)
     genai_events, log_records, tool_owners = list(genai_events), list(log_records), list(tool_owners)
-    contents, keys = contents_table(records + tool_owners, already_stored)
+    items = {record.request_id: found for record in records if (found := content_items(record))}
+    contents, keys = contents_table(records + tool_owners, already_stored, items)
     tables = {
         "contents": contents,
+        "request_content": request_content_table(records, items),
         "blocks": blocks_table(records),
         "tools": tools_table(records + tool_owners),
         "requests": requests_table(records),

@@ -13,13 +13,17 @@ import pytest
 from promptprism.collector.record import (
     GENAI_EVENT_COLUMNS,
     GENAI_EVENT_STORE_FILLED_COLUMNS,
+    RECORD_COLUMNS,
     REQUEST_COLUMNS,
+    REQUEST_CONTENT_COLUMNS,
     REQUEST_STORE_FILLED_COLUMNS,
 )
 
 DECLARED = {
     "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS,
     "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
+    # a content field's items (record.content_columns): a new content field needs its four columns here
+    "request_content": REQUEST_CONTENT_COLUMNS,
 }
 
 
@@ -53,5 +57,5 @@ def test_the_check_names_each_kind_of_drift():
 def test_every_column_is_declared_once_and_keys_are_unique():
     assert len({column.name for column in REQUEST_COLUMNS}) == len(REQUEST_COLUMNS)
     assert len({column.key for column in REQUEST_COLUMNS}) == len(REQUEST_COLUMNS)
-    paths = [path for column in REQUEST_COLUMNS for path in column.api]
+    paths = [path for column in RECORD_COLUMNS for path in column.api]
     assert len(set(paths)) == len(paths)

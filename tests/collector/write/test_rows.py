@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pyarrow as pa
 import pytest
@@ -138,7 +139,8 @@ def test_build_and_merge_keep_shared_content_once():
     first = build_tables([p[0] for p in pairs[:2]], [p[1] for p in pairs[:2]])
     second = build_tables([p[0] for p in pairs[2:]], [p[1] for p in pairs[2:]])
     merged = merge_tables([first, second])
-    assert [name for name, _ in merged.non_empty()] == list(TABLES)
+    # these requests carry no captured messages: no request_content rows
+    assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name != "request_content"]
     assert merged.spans == 4 and merged.requests == 4
     assert merged.tables["requests"].num_rows == 4 and merged.tables["blocks"].num_rows == 16
     # both halves carried the three shared blocks and the tool: kept once
@@ -217,3 +219,67 @@ def test_integers_beyond_a_request_column_are_clamped_not_a_failed_batch():
     row = requests_table([record]).to_pylist()[0]
     assert (row["attempt"], row["schema_version"], row["tools_count"]) == (2**31 - 1, 2**16 - 1, 2**32 - 1)
     assert (row["bytes_total"], row["input_tokens"]) == (2**64 - 1, -(2**63))
+
+
+# --- content fields stored content-addressed (migration 021) -----------------
+
+def _conversation_turns(turns: int) -> list:
+    from promptprism.collector.record import RequestRecord
+
+    history, records = [], []
+    for turn in range(turns):
+        history = history + [{"role": "user", "parts": [{"type": "text", "content": f"question {turn} é"}]}]
+        answer = [{"role": "assistant", "parts": [{"type": "text", "content": f"answer {turn}"}]}]
+        records.append(RequestRecord(
+            trace_id=f"{turn + 1:032x}", request_id=f"{turn + 1:016x}", started_at_ns=BASE_NS + turn,
+            conversation_id="conv-1", input_messages=json.dumps(history), output_messages=json.dumps(answer),
+            template_variables=json.dumps({"user": "Ada", "limits": {"max": 3}}),
+            system_instructions="not json at all"))
+        history = history + answer
+    return records
+
+
+def test_a_conversation_stores_each_message_once_and_every_request_points_to_its_history():
+    from promptprism.collector.read import content
+
+    records = _conversation_turns(5)
+    tables = build_tables([], records)
+    texts = tables.tables["contents"].to_pylist()
+    # 5 questions + 5 answers + the two variable values + the instructions: each once
+    assert len(texts) == 13
+    references = tables.tables["request_content"].to_pylist()
+    assert [len(row["input_messages_keys"]) for row in references] == [1, 3, 5, 7, 9]
+    assert {row["thread"] for row in references} == {"conv-1"}
+    stored = {(str(row["day"]), row["sha256"]): row["content"] for row in texts}
+    for record, reference in zip(records, references):
+        reference = {**reference, "content_day": str(texts[0]["day"])}
+        for field in ("input_messages", "output_messages", "template_variables", "system_instructions"):
+            joined = content.joined_text(reference, field, stored)
+            original = getattr(record, field)
+            if field == "system_instructions":
+                assert joined == original
+            else:
+                assert json.loads(joined) == json.loads(original)
+
+
+def test_a_string_template_variable_shares_the_row_of_the_block_it_fills():
+    _, record = make_request(0, started_at_ns=BASE_NS)
+    record.template_variables = json.dumps({"rules": SYSTEM_PARTS[1][3]})
+    tables = build_tables([], [record])
+    [reference] = tables.tables["request_content"].to_pylist()
+    assert reference["template_variables_keys"] == [sha(SYSTEM_PARTS[1][3])] and reference["template_variables_raw"] == [1]
+    assert tables.tables["contents"].num_rows == 5  # the four blocks' and the tool's text, nothing more
+
+
+def test_otel_traces_names_the_content_attributes_it_does_not_repeat():
+    span, record = make_request(1, started_at_ns=BASE_NS)
+    messages = json.dumps([{"role": "user", "content": "hello"}])
+    span.attributes["gen_ai.input.messages"] = messages
+    record.input_messages = messages
+    [row] = otel_traces_table([span], [record]).to_pylist()
+    attributes = dict(row["SpanAttributes"])
+    assert "gen_ai.input.messages" not in attributes
+    assert attributes["promptprism.content.moved"] == "gen_ai.input.messages"
+    # without a record storing it (not a request, or content not captured) the span keeps it
+    [row] = otel_traces_table([span]).to_pylist()
+    assert dict(row["SpanAttributes"])["gen_ai.input.messages"] == messages
