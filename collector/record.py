@@ -270,9 +270,13 @@ def content_columns(column: Column) -> tuple[Column, ...]:
     split (``_form``), the object member names (``_names``), the sha256 of
     each item's stored text (``_keys``, the key in `contents`) and whether an
     item is a JSON string stored as its plain text (``_raw``, so a template
-    variable equal to a block's text is the block's `contents` row)."""
+    variable equal to a block's text is the block's `contents` row), and the
+    ``finish_reason`` taken out of a message object (``_finish_reasons``, ''
+    when none: an answer is then the same item as in the next request's
+    history, which repeats it without one)."""
     return (Column(f"{column.name}_form", "UInt8"), Column(f"{column.name}_names", "Array(String)"),
-            Column(f"{column.name}_keys", "Array(String)"), Column(f"{column.name}_raw", "Array(UInt8)"))
+            Column(f"{column.name}_keys", "Array(String)"), Column(f"{column.name}_raw", "Array(UInt8)"),
+            Column(f"{column.name}_finish_reasons", "Array(LowCardinality(String))"))
 
 
 # Every column of `request_content`: the request (thread = conversation id,

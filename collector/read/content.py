@@ -25,8 +25,13 @@ def keys(references: Iterable[Mapping[str, Any]]) -> list[ContentKey]:
             for column in CONTENT_COLUMNS for key in reference.get(f"{column.name}_keys") or ()]
 
 
-def _item(text: str, raw: int) -> str:
-    return json.dumps(text, ensure_ascii=False) if raw else text
+def _item(text: str, raw: int, finish_reason: str = "") -> str:
+    if raw:
+        return json.dumps(text, ensure_ascii=False)
+    if finish_reason and text.endswith("}"):  # a message object: its finish_reason back in
+        separator = "," if text.rstrip("}").rstrip() not in ("{", "") else ""
+        return text[:-1] + separator + '"finish_reason":' + json.dumps(finish_reason, ensure_ascii=False) + "}"
+    return text
 
 
 def joined_text(reference: Mapping[str, Any], name: str, texts: Mapping[ContentKey, str]) -> str:
@@ -40,7 +45,9 @@ def joined_text(reference: Mapping[str, Any], name: str, texts: Mapping[ContentK
     if form == CONTENT_WHOLE:
         return items[0] if items else ""
     if form == CONTENT_ARRAY:
-        return "[" + ",".join(_item(text, flag) for text, flag in zip(items, raw)) + "]"
+        finish_reasons = list(reference.get(f"{name}_finish_reasons") or [""] * len(items))
+        return "[" + ",".join(_item(text, flag, finish_reason)
+                              for text, flag, finish_reason in zip(items, raw, finish_reasons)) + "]"
     if form == CONTENT_OBJECT:
         names = reference.get(f"{name}_names") or []
         return "{" + ",".join(json.dumps(member, ensure_ascii=False) + ":" + _item(text, flag)

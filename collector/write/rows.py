@@ -155,6 +155,7 @@ class ContentItems:
     names: list[str]  # object member names (CONTENT_OBJECT), else empty
     texts: list[str]  # each item's stored text
     raw: list[int]  # 1: the item is a JSON string stored as its plain text
+    finish_reasons: list[str] = field(default_factory=list)  # taken out of each message ('' none)
 
     @property
     def keys(self) -> list[str]:
@@ -180,6 +181,15 @@ def _item_text(value: Any) -> tuple[str, int]:
     return text, 0
 
 
+_FINISH_REASON = "finish_reason"  # GenAI semconv: on an output message, absent from the same message in a history
+
+
+def _take_finish_reason(item: Any) -> str:
+    if isinstance(item, dict) and isinstance(item.get(_FINISH_REASON), str) and item[_FINISH_REASON]:
+        return item.pop(_FINISH_REASON)
+    return ""
+
+
 def split_content(text: str) -> ContentItems:
     """A content field's JSON text → its items: each message of a history is
     stored once however many later requests repeat it (read.content joins
@@ -191,8 +201,10 @@ def split_content(text: str) -> ContentItems:
     except ValueError:
         value = None
     if isinstance(value, list):
+        finish_reasons = [_take_finish_reason(item) for item in value]
         items = [_item_text(item) for item in value]
-        return ContentItems(CONTENT_ARRAY, [], [text for text, _ in items], [raw for _, raw in items])
+        return ContentItems(CONTENT_ARRAY, [], [text for text, _ in items], [raw for _, raw in items],
+                            finish_reasons if any(finish_reasons) else [])
     if isinstance(value, dict):
         items = [_item_text(item) for item in value.values()]
         return ContentItems(CONTENT_OBJECT, [str(name) for name in value],
@@ -226,6 +238,8 @@ def request_content_table(records: Iterable[RequestRecord],
         columns[f"{column.name}_names"] = pa.array([f.names for f in fields], pa.list_(pa.string()))
         columns[f"{column.name}_keys"] = pa.array([f.keys for f in fields], pa.list_(pa.string()))
         columns[f"{column.name}_raw"] = pa.array([f.raw for f in fields], pa.list_(pa.uint8()))
+        columns[f"{column.name}_finish_reasons"] = pa.array([f.finish_reasons for f in fields],
+                                                            pa.list_(pa.string()))
     return pa.table(columns)
 
 

@@ -11,7 +11,9 @@
 -- is the block's own row), else the whole text — and each item's text is
 -- stored once per day in `contents` under its sha256 (write/rows.py,
 -- split_content). `request_content` holds, per request, the keys of its items
--- in order (record.content_columns: <field>_form, _names, _keys, _raw) and
+-- in order (record.content_columns: <field>_form, _names, _keys, _raw,
+-- _finish_reasons: an answer's finish_reason apart, so that the answer is the
+-- same item as in the next request's history) and
 -- the read side joins them back into the same JSON value (read/content.py).
 -- `otel_traces` keeps the span with those attributes replaced by one,
 -- promptprism.content.moved, naming them.
@@ -30,18 +32,22 @@ CREATE TABLE IF NOT EXISTS ${db}.request_content
     system_instructions_names Array(String) CODEC(ZSTD(1)),
     system_instructions_keys Array(String) CODEC(ZSTD(1)),
     system_instructions_raw Array(UInt8) CODEC(ZSTD(1)),
+    system_instructions_finish_reasons Array(LowCardinality(String)),
     input_messages_form UInt8,
     input_messages_names Array(String) CODEC(ZSTD(1)),
     input_messages_keys Array(String) CODEC(ZSTD(1)),
     input_messages_raw Array(UInt8) CODEC(ZSTD(1)),
+    input_messages_finish_reasons Array(LowCardinality(String)),
     output_messages_form UInt8,
     output_messages_names Array(String) CODEC(ZSTD(1)),
     output_messages_keys Array(String) CODEC(ZSTD(1)),
     output_messages_raw Array(UInt8) CODEC(ZSTD(1)),
+    output_messages_finish_reasons Array(LowCardinality(String)),
     template_variables_form UInt8,
     template_variables_names Array(String) CODEC(ZSTD(1)),
     template_variables_keys Array(String) CODEC(ZSTD(1)),
-    template_variables_raw Array(UInt8) CODEC(ZSTD(1))
+    template_variables_raw Array(UInt8) CODEC(ZSTD(1)),
+    template_variables_finish_reasons Array(LowCardinality(String))
 )
 ENGINE = ReplacingMergeTree
 PARTITION BY toDate(started_at)

@@ -230,9 +230,11 @@ def _conversation_turns(turns: int) -> list:
     for turn in range(turns):
         history = history + [{"role": "user", "parts": [{"type": "text", "content": f"question {turn} é"}]}]
         answer = [{"role": "assistant", "parts": [{"type": "text", "content": f"answer {turn}"}]}]
+        # the answer with its finish_reason, then (next turn) in the history without it: one item
+        output = [{**answer[0], "finish_reason": "stop"}]
         records.append(RequestRecord(
             trace_id=f"{turn + 1:032x}", request_id=f"{turn + 1:016x}", started_at_ns=BASE_NS + turn,
-            conversation_id="conv-1", input_messages=json.dumps(history), output_messages=json.dumps(answer),
+            conversation_id="conv-1", input_messages=json.dumps(history), output_messages=json.dumps(output),
             template_variables=json.dumps({"user": "Ada", "limits": {"max": 3}}),
             system_instructions="not json at all"))
         history = history + answer
