@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.json_schema import models_json_schema
 
-from ..record import REQUEST_COLUMNS, Column
+from ..record import RECORD_COLUMNS, REQUEST_COLUMNS, Column
 from .errors import BadArgument
 from .insight.growth_queries import DIMENSIONS
 from .queries import LIST_LIMIT_DEFAULT
@@ -189,7 +189,7 @@ Request = create_model(
     "Request", __base__=Answer, __doc__="One LLM request (GET /api/requests/{id}, and each of a trace's).",
     started_at=_STARTED_AT, duration_ms=_DURATION, prompt=(Prompt, ...), tools=(list[Tool], ...),
     lineage=(Lineage, ...), previous=(Optional[Previous], ...), token_estimate_method=(str, ...),
-    **_models(_declared_fields(list(REQUEST_COLUMNS), first_only=False), "Request"),
+    **_models(_declared_fields(list(RECORD_COLUMNS), first_only=False), "Request"),
 )
 
 
