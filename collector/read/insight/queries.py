@@ -15,12 +15,13 @@ So a panel, an API answer and a CLI line are the same SQL by construction;
 ``grafana.py`` builds the dashboard JSON from these objects and a test
 checks the committed JSON against it.
 
-Queries read the views ``prompt_requests`` and ``prompt_blocks`` (migration
-004), not the ``requests`` and ``blocks`` tables: the views apply ``FINAL``
-(the tables are ReplacingMergeTree; a re-sent batch collapses on merge) and
-fill in the system prompt of a request whose content arrived as OTLP log
-events, as the one unmapped block the API serves for it. So no query needs
-to know which way a prompt travelled. Token counts are estimates at
+Queries read the views ``prompt_requests`` and ``prompt_blocks`` (migrations
+004, 008, 022), not the ``requests`` and ``blocks`` tables: the views fill in
+the system prompt of a request whose content arrived as OTLP log events, as
+the one unmapped block the API serves for it, so no query needs to know which
+way a prompt travelled. They read the tables without FINAL (022): a copy of a
+batch re-sent under another deduplication token may count twice until its
+parts merge. Token counts are estimates at
 ``BYTES_PER_TOKEN``.
 """
 
