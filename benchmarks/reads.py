@@ -1,0 +1,167 @@
+"""Read timings on a store of ≥ 1 M requests / ≥ 10 M blocks: every API route and every dashboard panel.
+
+The store is built once in promptprism's own schema with INSERT … SELECT
+(``_store_1m``: 1 M requests over 14 days, ~11 M block rows), in a store
+migrated with every migration, then kept for later runs. Each operation runs
+``--runs`` times with a different id or window and the median is printed
+with its target; ClickHouse's query condition cache is off (26.x caches the
+result of a filter, so a repeated query would look ~10× faster than a new id
+or a dashboard refresh). The API routes run the read side's own code
+(``read.lookups``: what ``GET /api/…`` calls), in this process, through the
+embedded store; the panels run the dashboard's SQL (``insight.QUERIES``,
+rendered for the store) over 7-day windows with hour buckets.
+
+    .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m          # build (≈20 min) and time
+    .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m --runs 7  # time again, same store
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _store_1m  # noqa: E402
+
+from promptprism.collector.read import lookups  # noqa: E402
+from promptprism.collector.read.insight import queries as insight  # noqa: E402
+from promptprism.collector.store.embedded import EmbeddedStore  # noqa: E402
+from promptprism.collector.store.migrations import migrate  # noqa: E402
+
+DATABASE = "promptprism"
+RETENTION_DAYS = 3650  # the generated traffic is dated 2026-11: nothing may expire
+TARGETS_MS = {"trace": 50, "request": 100, "list": 100, "panel": 1000}
+WEEK_SECONDS = 7 * 86_400
+
+
+def build(store: EmbeddedStore, requests: int, days: int) -> None:
+    migrate(store)
+    for statement in [*_store_1m.model_sql(requests, days), *_store_1m.product_sql(store.database)]:
+        started = time.time()
+        store.execute(statement)
+        print(f"  {time.time() - started:7.1f} s  {' '.join(statement.split())[:90]}", file=sys.stderr, flush=True)
+    for row in store.query("SELECT name FROM system.tables WHERE database = {db:String} AND engine LIKE '%MergeTree%'",
+                           {"db": store.database}):
+        started = time.time()
+        store.execute(f"OPTIMIZE TABLE {store.database}.{row['name']} FINAL")
+        print(f"  {time.time() - started:7.1f} s  OPTIMIZE {row['name']}", file=sys.stderr, flush=True)
+    store.execute("DROP DATABASE IF EXISTS gen")
+
+
+def timed(function) -> tuple[float, float]:
+    """Wall and process-CPU milliseconds of one call (the embedded ClickHouse runs in this process)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    function()
+    return (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", required=True, help="data directory of the store (built when it has none)")
+    parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=14)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--only", help="comma-separated parts of operation names")
+    args = parser.parse_args()
+
+    fresh = not os.path.exists(os.path.join(args.store, "clickhouse"))
+    store = EmbeddedStore(args.store, database=DATABASE, retention_days=RETENTION_DAYS)
+    try:
+        if fresh:
+            started = time.time()
+            build(store, args.requests, args.days)
+            print(f"built in {time.time() - started:.0f} s", file=sys.stderr)
+        migrate(store)  # a store built by an older tree gets the newer migrations
+        version = store.query("SELECT version() AS v")[0]["v"]
+        if not version.startswith("24."):
+            store.execute("SET use_query_condition_cache = 0")
+        counts = {row["table"]: int(row["rows"]) for row in store.query(
+            "SELECT table, sum(rows) AS rows FROM system.parts WHERE active AND database = {db:String} GROUP BY table",
+            {"db": store.database})}
+        print(f"ClickHouse {version}; query condition cache off where it exists; {counts.get('requests', 0):,} "
+              f"requests, {counts.get('blocks', 0):,} blocks, {counts.get('contents', 0):,} contents rows")
+        run_all(store, args)
+    finally:
+        store.close()
+    return 0
+
+
+def run_all(store: EmbeddedStore, args) -> None:
+    runs = args.runs
+    last = int(store.query("SELECT toInt64(toUnixTimestamp(max(started_at))) AS last FROM {db:Identifier}.requests",
+                           {"db": store.database})[0]["last"])
+    # Ids from the last 7 days, spread over the table.
+    sample = store.query(
+        "SELECT trace_id, request_id, conversation_id, message_id, run_id, service FROM {db:Identifier}.requests "
+        "WHERE started_at >= fromUnixTimestamp({since:Int64}) ORDER BY sipHash64(request_id) LIMIT 200",
+        {"db": store.database, "since": last - WEEK_SECONDS})
+
+    def ids(field: str) -> list[str]:
+        values = [row[field] for row in sample if row[field]]
+        return [values[index % len(values)] for index in range(runs)]
+
+    traces, requests, conversations, messages, run_ids, services = (
+        ids("trace_id"), ids("request_id"), ids("conversation_id"), ids("message_id"), ids("run_id"), ids("service"))
+    operations = [
+        ("GET /api/traces/{id}", "trace", lambda i: lookups.trace(store, traces[i])),
+        ("GET /api/requests/{8-character prefix}", "request", lambda i: lookups.request(store, requests[i][:8])),
+        ("GET /api/requests/{id}", "request", lambda i: lookups.request(store, requests[i])),
+        ("GET /api/diff?b={id} (b and its previous request)", "request",
+         lambda i: lookups.diff(store, "", requests[i])),
+    ]
+    list_cases = [
+        ("", lambda i: {}),
+        ("service=", lambda i: {"service": services[i]}),
+        ("conversation=", lambda i: {"conversation": conversations[i]}),
+        ("message_id=", lambda i: {"message_id": messages[i]}),
+        ("run_id=", lambda i: {"run_id": run_ids[i]}),
+        ("process=compactor", lambda i: {"process": "compactor"}),
+        ("since=&until= (one day, 2–4 days back)", lambda i: {
+            "since": str(last - (3 + i % 3) * 86_400), "until": str(last - (2 + i % 3) * 86_400)}),
+    ]
+    for label, params in list_cases:
+        operations.append((f"GET /api/requests?limit=50&{label}", "list",
+                           lambda i, params=params: lookups.list_summaries(store, {**params(i), "limit": "50"})))
+    hours = random.Random(15).choices(range(21), k=runs)
+
+    def panel(name: str):
+        query = insight.QUERIES[name]
+        sql = query.render(insight.STORE)
+
+        def call(i: int):
+            until = last - hours[i] * 3600 - 17
+            values = {"since": until - WEEK_SECONDS, "until": until, "bucket_seconds": 3600, "dimension": "layer",
+                      "service": "", "model": "", "process": "", "conversation": "", "limit": 500}
+            return store.query(sql, {"db": store.database, **{key: values[key] for key in query.params}})
+        return call
+
+    for name in insight.QUERIES:
+        operations.append((f"panel {name} (7 days, hour buckets)", "panel", panel(name)))
+    if args.only:
+        wanted = args.only.split(",")
+        operations = [operation for operation in operations if any(part in operation[0] for part in wanted)]
+
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    print(f"{'operation':58} {'median ms':>10} {'target':>8}       {'cpu ms':>7}  runs (ms)")
+    missed = 0
+    for name, kind, call in operations:
+        walls, cpus = [], []
+        for i in range(runs):
+            wall, cpu = timed(lambda: call(i))
+            walls.append(wall)
+            cpus.append(cpu)
+        median = statistics.median(walls)
+        ok = median < TARGETS_MS[kind]
+        missed += not ok
+        print(f"{name:58} {median:10.1f} {'<' + str(TARGETS_MS[kind]):>8} {'ok  ' if ok else 'MISS'} "
+              f"{statistics.median(cpus):7.1f}  {' '.join(f'{wall:.0f}' for wall in walls)}", flush=True)
+    print(f"targets missed: {missed} of {len(operations)}; load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
