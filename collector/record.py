@@ -20,7 +20,10 @@ API's request object shows it. The other stages derive from that:
 
 So a new field is its declaration here, a migration that adds its column,
 and the template that shows it (README: "Adding a field to the request
-record").
+record"). A content field (``content=True``) is not a column of `requests`:
+its migration adds the columns ``content_columns`` names to `request_content`
+(a test compares them), and the write and read paths handle it from the
+declaration.
 
 ``Block`` and ``ToolDefinition`` are the rows of ``blocks`` and ``tools``;
 ``GenAIEvent`` is the stored form of a GenAI content log event.
