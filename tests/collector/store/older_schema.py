@@ -16,9 +16,20 @@ def stored_columns(store, table: str) -> set[str]:
     return {row["name"] for row in rows}
 
 
+def stored_tables(store) -> set[str]:
+    rows = store.query("SELECT name FROM system.tables WHERE database = {db:String}", {"db": store.database})
+    return {row["name"] for row in rows}
+
+
 def write_as_of(store, tables: TableSet) -> None:
-    """Insert each non-empty table with only the columns the store's table has now."""
+    """Insert each non-empty table with only the columns the store's table has now; before
+    migration 021, captured content goes into the `requests` columns it was held in then."""
+    if set(CONTENT_FIELDS_BEFORE_021) <= stored_columns(store, "requests"):
+        tables = _content_in_requests(tables)
+    present_tables = stored_tables(store)
     for name, table in tables.non_empty():
+        if name not in present_tables:
+            continue
         present = stored_columns(store, name)
         store.insert(name, table.select([column for column in table.column_names if column in present]))
 
@@ -28,15 +39,22 @@ def write_as_of(store, tables: TableSet) -> None:
 CONTENT_FIELDS_BEFORE_021 = ("system_instructions", "input_messages", "output_messages", "template_variables")
 
 
-def with_content_columns(tables: TableSet, records) -> TableSet:
-    """``tables`` with the content columns `requests` had before migration 021,
-    filled from ``records`` as a collector of that version filled them."""
+def _content_in_requests(tables: TableSet) -> TableSet:
+    """The layout before migration 021: each content field's JSON text in `requests`, joined back from
+    `request_content` and the item texts in `contents` (read.content), and no `request_content`."""
     import pyarrow as pa
 
-    by_id = {record.request_id: record for record in records}
+    from promptprism.collector.read import content
+
+    texts = {(str(row["day"]), row["sha256"]): row["content"] for row in tables.tables["contents"].to_pylist()}
     requests = tables.tables["requests"]
+    days = {row["request_id"]: str(row["started_at"].date()) for row in requests.select(
+        ["request_id", "started_at"]).to_pylist()}
+    references = {row["request_id"]: {**row, "content_day": days[row["request_id"]]}
+                  for row in tables.tables.get("request_content", pa.table({"request_id": []})).to_pylist()}
     ids = requests.column("request_id").to_pylist()
     for name in CONTENT_FIELDS_BEFORE_021:
-        requests = requests.append_column(name, pa.array([getattr(by_id[i], name) for i in ids], pa.string()))
+        values = [content.joined_text(references[i], name, texts) if i in references else "" for i in ids]
+        requests = requests.append_column(name, pa.array(values, pa.string()))
     kept = {name: table for name, table in tables.tables.items() if name != "request_content"}
     return TableSet({**kept, "requests": requests}, tables.content_keys, tables.spans, tables.requests)

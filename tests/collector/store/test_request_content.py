@@ -14,7 +14,7 @@ from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write.rows import build_tables
 
 from .. import read_side_data as data
-from .older_schema import CONTENT_FIELDS_BEFORE_021, stored_columns, with_content_columns, write_as_of
+from .older_schema import CONTENT_FIELDS_BEFORE_021, stored_columns, write_as_of
 
 
 def conversation(first: int, turns: int) -> list:
@@ -50,7 +50,7 @@ def store_before_021(chdb_root):
     try:
         assert migrate(store, up_to=20)[-1] == "020_request_ids.sql"
         records = conversation(0x100, 4)
-        write_as_of(store, with_content_columns(build_tables([], records), records))
+        write_as_of(store, build_tables([], records))  # content in the `requests` columns of then
         yield store, records
     finally:
         chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
