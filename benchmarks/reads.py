@@ -8,7 +8,8 @@ with its target; ClickHouse's query condition cache is off (26.x caches the
 result of a filter, so a repeated query would look ~10× faster than a new id
 or a dashboard refresh). The API routes run the read side's own code
 (``read.lookups``: what ``GET /api/…`` calls), in this process, through the
-embedded store; the panels run the dashboard's SQL (``insight.QUERIES``,
+embedded store wrapped as the collector wraps it for readers (``ReadStore``:
+one thread and a time limit per query); the panels run the dashboard's SQL (``insight.QUERIES``,
 rendered for the store) over 7-day windows with hour buckets.
 
     .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m          # build (≈20 min) and time
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _store_1m  # noqa: E402
 
 from promptprism.collector.read import lookups  # noqa: E402
+from promptprism.collector.read_limits import ReadStore  # noqa: E402
 from promptprism.collector.read.insight import queries as insight  # noqa: E402
 from promptprism.collector.store.embedded import EmbeddedStore  # noqa: E402
 from promptprism.collector.store.migrations import migrate  # noqa: E402
@@ -85,13 +87,14 @@ def main() -> int:
             {"db": store.database})}
         print(f"ClickHouse {version}; query condition cache off where it exists; {counts.get('requests', 0):,} "
               f"requests, {counts.get('blocks', 0):,} blocks, {counts.get('contents', 0):,} contents rows")
-        run_all(store, args)
+        # As the collector gives the read side its store: one thread and a time limit per query.
+        run_all(ReadStore(store), args)
     finally:
         store.close()
     return 0
 
 
-def run_all(store: EmbeddedStore, args) -> None:
+def run_all(store: ReadStore, args) -> None:
     runs = args.runs
     last = int(store.query("SELECT toInt64(toUnixTimestamp(max(started_at))) AS last FROM {db:Identifier}.requests",
                            {"db": store.database})[0]["last"])
