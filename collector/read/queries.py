@@ -95,11 +95,24 @@ ORDER BY request_id
 LIMIT {limit:UInt32}
 """
 
-# A trace's requests: the bloom filter on trace_id skips every other granule.
+# When a trace's spans started: the exporter's trace-id lookup table (filled
+# by a view on otel_traces). Whole seconds; no row when no span of the trace
+# is stored there.
+TRACE_TIME_RANGE = """
+SELECT toInt64(toUnixTimestamp(min(Start))) AS first_second, toInt64(toUnixTimestamp(max(End))) AS last_second
+FROM {db:Identifier}.otel_traces_trace_id_ts
+WHERE TraceId = {trace_id:String}
+GROUP BY TraceId
+"""
+
+# A trace's requests: the time range prunes partitions and, through the hour
+# in the sorting key, granules; the bloom filter on trace_id skips the rest.
 REQUESTS_BY_TRACE = f"""
 SELECT {_REQUEST_COLUMNS}
 FROM {{db:Identifier}}.requests
 WHERE trace_id = {{trace_id:String}}
+  AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
 ORDER BY started_at, request_id
 LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
@@ -285,8 +298,23 @@ def request_ids_by_prefix(store: Store, prefix: str) -> list[str]:
     return [row["request_id"] for row in rows]
 
 
+def _trace_window(store: Store, trace_id: str) -> tuple[int, int]:
+    """Unix ns bounds of a trace's span starts; everything when the lookup table does not know it."""
+    found = _run(store, TRACE_TIME_RANGE, trace_id=trace_id)
+    if not found:
+        return EARLIEST_NS, LATEST_NS
+    return int(found[0]["first_second"]) * 1_000_000_000, (int(found[0]["last_second"]) + 1) * 1_000_000_000
+
+
 def requests_by_trace(store: Store, trace_id: str) -> list[dict[str, Any]]:
-    return _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, limit=TRACE_REQUESTS_MAX)
+    since_ns, until_ns = _trace_window(store, trace_id)
+    rows = _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, since_ns=since_ns, until_ns=until_ns,
+                limit=TRACE_REQUESTS_MAX)
+    if not rows and (since_ns, until_ns) != (EARLIEST_NS, LATEST_NS):
+        # the request rows and the spans' lookup rows disagree (written apart): look everywhere
+        rows = _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, since_ns=EARLIEST_NS, until_ns=LATEST_NS,
+                    limit=TRACE_REQUESTS_MAX)
+    return rows
 
 
 def trace_summaries(store: Store, trace_id: str) -> list[dict[str, Any]]:
