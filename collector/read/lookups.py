@@ -10,6 +10,7 @@ failures pass through as ``StoreError`` for the caller to report.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import re
 from typing import Any, Mapping
 
@@ -225,7 +226,17 @@ def filter_choices(store: Store, since_ns: int, until_ns: int) -> dict[str, list
 def layer_bars(store: Store, summaries: list[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Each listed request's blocks (name, layer, size) for its prompt bar, by request id; no text is read."""
     by_request: dict[str, list[dict[str, Any]]] = {}
-    for block in queries.blocks_for(store, [item["request_id"] for item in summaries if item["prompt"]["mapped"]]):
+    # blocks_for reads by the blocks' sorting key: service and start of each request
+    keys = [{"request_id": item["request_id"], "service": item["service"],
+             "started_at_ns": _rfc3339_ns(item["started_at"])} for item in summaries if item["prompt"]["mapped"]]
+    for block in queries.blocks_for(store, keys):
         by_request.setdefault(block["request_id"], []).append(
             {"index": block["index"], "name": block["name"], "layer": block["layer"], "size": block["size"]})
     return by_request
+
+
+def _rfc3339_ns(text: str) -> int:
+    """``request_view.rfc3339`` read back: '2026-03-02T10:00:00.123456789Z' → Unix ns."""
+    seconds, _, fraction = text.rstrip("Z").partition(".")
+    moment = datetime.datetime.fromisoformat(seconds).replace(tzinfo=datetime.timezone.utc)
+    return int(moment.timestamp()) * 1_000_000_000 + int((fraction + "000000000")[:9])
