@@ -31,11 +31,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..record import RequestRecord
-from ._convention import Convention, json_text
+from ._convention import Convention, json_text, parsed
 from . import declared, genai, openinference, vercel_ai
 from .detection import is_request
 
-__all__ = ["CONVENTIONS", "CONSUMED", "CONSUMED_PREFIXES", "Convention", "fill", "is_request", "json_text",
+__all__ = ["CONVENTIONS", "CONSUMED", "CONSUMED_PREFIXES", "Convention", "fill", "is_request", "json_text", "parsed",
            "declared", "detection", "events", "genai", "openinference", "providers", "system_prompt", "tools",
            "vercel_ai"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ..otlp.attribute_text import otel_attribute_string
 from ..record import RequestRecord
@@ -74,6 +74,16 @@ def _json_default(value: object) -> str:
 def json_text(value: object) -> str:
     """Captured content as the record holds it: compact JSON, text unescaped, bytes as base64."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+
+
+def parsed(value: Any) -> Any:
+    """A JSON string parsed (kept as text when it is not JSON); structured values as they are."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def content_text(value: object) -> str:

@@ -35,12 +35,11 @@ time order, joined by a blank line. Input and output messages are the newest
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ...wire import names
 from ..record import GenAIEvent
-from ._convention import json_text
+from ._convention import json_text, parsed
 from .system_prompt import SYSTEM_ROLES, instructions_text, message_text, messages_system_text
 
 # Which rule combines an event with the others of its request.
@@ -96,12 +95,8 @@ def _content_text(value: Any) -> str | None:
 
 
 def _parse(text: str) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    """Stored JSON text parsed; empty text is nothing."""
+    return parsed(text) if text else None
 
 
 # --- event bodies → messages in the current conventions' shape ---------------------------
@@ -138,14 +133,8 @@ def _tool_call_parts(tool_calls: Any) -> list[dict[str, Any]]:
         if not isinstance(call, dict):
             continue
         function = call.get("function") if isinstance(call.get("function"), dict) else {}
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                pass
         parts.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name") or "",
-                      "arguments": arguments})
+                      "arguments": parsed(function.get("arguments"))})
     return parts
 
 

@@ -25,13 +25,12 @@ them, ``OPENINFERENCE_ENABLE_GENAI_SEMCONV``) are kept.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from ..record import RequestRecord
-from ._convention import Convention, integer, json_text
+from ._convention import Convention, integer, json_text, parsed
 from .providers import operation_name, provider_name
-from .tools import parsed, tool_definitions
+from .tools import tool_definitions
 
 SPAN_KIND = "openinference.span.kind"
 KIND_LLM, KIND_EMBEDDING = "LLM", "EMBEDDING"
@@ -142,13 +141,6 @@ def _lists(node: Any) -> Any:
     return {key: _lists(value) for key, value in node.items()}
 
 
-def _arguments(value: object) -> object:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _tool_call_part(call: Any) -> dict | None:
@@ -157,7 +149,7 @@ def _tool_call_part(call: Any) -> dict | None:
         return None
     function = call.get("function") if isinstance(call.get("function"), dict) else {}
     return {"type": "tool_call", "id": call.get("id"), "name": function.get("name") or "",
-            "arguments": _arguments(function.get("arguments"))}
+            "arguments": parsed(function.get("arguments"))}
 
 
 def _message(entry: dict) -> dict:

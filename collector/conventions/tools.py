@@ -18,25 +18,15 @@ was on for it).
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Iterable
 
 from ...wire import names
 from ...wire.canonical import canonical_json
 from ..record import ToolDefinition
+from ._convention import parsed
 
 # More definitions than this on one request is not a real tool list (and would make the scan unbounded).
 MAX_TOOLS = 1_000
-
-
-def parsed(value: Any) -> Any:
-    """A JSON string parsed (or kept as text when it is not JSON); structured values as they are."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def definition_list(value: Any) -> list[Any]:

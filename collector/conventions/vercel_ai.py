@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..record import RequestRecord
-from ._convention import Convention, integer, json_text
+from ._convention import Convention, integer, json_text, parsed
 from .providers import provider_name
-from .tools import definition_list, parsed, tool_definitions
+from .tools import definition_list, tool_definitions
 
 OPERATION_ID = "ai.operationId"
 REQUEST_SUFFIXES = (".doGenerate", ".doStream")

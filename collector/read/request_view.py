@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 from typing import Any, Callable, Iterable, Mapping
 
 from ...wire.canonical import BYTES_PER_TOKEN
 from ...wire.canonical import tokens_in_bytes as estimate_tokens
+from ..conventions import parsed
 from ..conventions.system_prompt import instructions_text
 from ..record import RECORD_COLUMNS, REQUEST_COLUMNS, Column
 from .lineage import describe as describe_lineage
@@ -44,12 +44,7 @@ def _share(part: int, whole: int) -> float | None:
 
 def _parse_json_text(text: str) -> Any:
     """Captured content arrives as JSON text; anything else is kept as the raw string."""
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    return parsed(text) if text else None
 
 
 # --- fields shown as declared (record.py) --------------------------------------

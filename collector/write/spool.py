@@ -167,21 +167,12 @@ class Spool:
             # Names sort in write order, across restarts too (wall clock first).
             name = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:08d}{SUFFIX}"
             self._sizes[name] = len(data)  # reserve before the slow part
-        final = self.directory / name
-        temporary = self.directory / f"{TEMPORARY_PREFIX}{name}"
         try:
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, final)
-            _fsync_directory(self.directory)
+            return self._write_durably(name, data)
         except BaseException:
-            temporary.unlink(missing_ok=True)
             with self._lock:
                 self._sizes.pop(name, None)
             raise
-        return final
 
     def oldest_age_seconds(self) -> float:
         """How long ago the oldest pending file was written (names start with the wall-clock time)."""
@@ -205,9 +196,13 @@ class Spool:
         with self._lock:
             self._sequence += 1
             name = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:08d}{INTENT_SUFFIX}"
+        data = json.dumps({"token": token, "files": [path.name for path in paths]}).encode("utf-8")
+        return self._write_durably(name, data)
+
+    def _write_durably(self, name: str, data: bytes) -> Path:
+        """Write ``data`` as ``name`` all or nothing: a temporary file, fsynced, renamed, the directory fsynced."""
         final = self.directory / name
         temporary = self.directory / f"{TEMPORARY_PREFIX}{name}"
-        data = json.dumps({"token": token, "files": [path.name for path in paths]}).encode("utf-8")
         try:
             with open(temporary, "wb") as handle:
                 handle.write(data)
