@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from promptprism.collector.app import Collector
 from promptprism.collector.config import CollectorConfig
+from promptprism.collector.read import content, queries
 from promptprism.wire import names
 from support import free_port
 
@@ -255,6 +256,16 @@ def stored_blocks(store, request_id) -> list[dict]:
         f"LEFT JOIN (SELECT sha256, any(content) AS content FROM {store.database}.contents GROUP BY sha256) AS c "
         f"ON b.sha256 = c.sha256 ORDER BY b.index",
         {"id": request_id})
+
+
+def stored_requests(store, where: str, params=None) -> list[dict]:
+    """Rows of `requests` matching ``where``, with their content fields (messages, variables, system
+    instructions) joined back from `request_content` and `contents` the way the read side does."""
+    rows = store.query(f"SELECT *, toUnixTimestamp64Nano(started_at) AS started_at_ns "
+                       f"FROM {store.database}.requests FINAL WHERE {where} ORDER BY started_at, request_id", params)
+    references = queries.content_references(store, rows)
+    content.fill(rows, references, queries.contents_for(store, content.keys(references.values())))
+    return rows
 
 
 def count_rows(store, table: str, where: str = "1", params=None) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ..collector_harness import running_collector, stored_blocks
+from ..collector_harness import running_collector, stored_blocks, stored_requests
 from .openinference_app import CONVERSATION, SERVICE, SYSTEM, TIMETABLE
 from .peer_captures import expected_calls
 
@@ -39,8 +39,7 @@ def test_openinference_and_the_anthropic_sdk_live(store, tmp_path, protocol):
         endpoints = running.endpoints()
         ran = run_app(protocol, endpoints["otlp_grpc"] if protocol == "grpc" else endpoints["otlp_http"])
     calls = expected_calls(ran["provider_requests"])
-    records = store.query(f"SELECT * FROM {store.database}.requests FINAL WHERE trace_id = {{trace:String}} "
-                          "ORDER BY started_at", {"trace": ran["trace_id"]})
+    records = stored_requests(store, "trace_id = {trace:String}", {"trace": ran["trace_id"]})
     scopes = {row["ScopeName"] for row in store.query(
         f"SELECT ScopeName FROM {store.database}.otel_traces WHERE TraceId = {{trace:String}}",
         {"trace": ran["trace_id"]})}

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from ..collector_harness import running_collector, stored_blocks
+from ..collector_harness import running_collector, stored_blocks, stored_requests
 from .peer_captures import Call, Scenario, peers, replay, scenarios
 
 # Peers whose failed calls export no LLM span at all (the JS instrumentations never end it).
@@ -74,9 +74,8 @@ def expected_records(scenario: Scenario) -> list[Call]:
 
 
 def stored_records(store, scenario: Scenario) -> list[dict]:
-    return store.query(
-        f"SELECT * FROM {store.database}.requests FINAL WHERE has(splitByChar(',', {{ids:String}}), trace_id) "
-        "ORDER BY started_at, request_id", {"ids": ",".join(sorted(scenario.trace_ids()))})
+    return stored_requests(store, "has(splitByChar(',', {ids:String}), trace_id)",
+                           {"ids": ",".join(sorted(scenario.trace_ids()))})
 
 
 def stored_tools(store, request_id: str) -> list[dict]:
