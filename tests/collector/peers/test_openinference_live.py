@@ -6,13 +6,14 @@ Anthropic call, traced by both OpenInference and the SDK, is stored once."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from promptprism.collector.read import lookups
 
 from ..collector_harness import running_collector, stored_blocks, stored_requests
 from .openinference_app import CONVERSATION, SERVICE, SYSTEM, TIMETABLE
@@ -54,9 +55,11 @@ def test_openinference_and_the_anthropic_sdk_live(store, tmp_path, protocol):
         assert record["conversation_id"] == CONVERSATION and record["finish_reasons"]
         assert (record["prompt_bytes"], record["prompt_sha256"]) == (len(system), hashlib.sha256(system).hexdigest())
         assert [block["content"] for block in stored_blocks(store, record["request_id"])] == [SYSTEM]
-        messages = [message for message in json.loads(record["input_messages"]) if message["role"] != "system"]
+        # captured content is stored content-addressed (README, Storage schema): read it as the API serves it
+        served = lookups.request(store, record["request_id"])
+        messages = [message for message in served["messages"] if message["role"] != "system"]
         assert [message["role"] for message in messages] == ["user", "assistant", "user"]
-        outputs = json.loads(record["output_messages"])
+        outputs = served["response"]["messages"]
         assert outputs[0]["parts"][0]["content"] == call.answer_text
         tools = store.query(f"SELECT name, size FROM {store.database}.tools FINAL WHERE request_id = {{id:String}}",
                             {"id": record["request_id"]})
