@@ -6,6 +6,7 @@ Anthropic call, traced by both OpenInference and the SDK, is stored once."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
