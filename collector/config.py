@@ -143,6 +143,8 @@ def parse_address(name: str, value: str, label: str = "") -> tuple[str, int]:
     """``host:port`` (``[::1]:4317`` for IPv6) → (host, port), or a ConfigurationError naming the setting."""
     label = label or SETTINGS[name].env
     text = str(value).strip()
+    if "://" in text:
+        raise ConfigurationError(f"{label}={value!r}: expected host:port without a scheme, e.g. 127.0.0.1:4317")
     host, separator, port_text = text.rpartition(":")
     if not separator or not host:
         raise ConfigurationError(f"{label}={value!r}: expected host:port, e.g. 127.0.0.1:4317")

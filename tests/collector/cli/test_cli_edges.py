@@ -103,6 +103,12 @@ def test_the_collector_names_the_flag_that_was_given(capsys):
     assert "--ui-address='127.0.0.1:99999'" in error and "PROMPTPRISM_UI_ADDRESS" not in error
 
 
+def test_an_address_given_as_a_url_is_refused_in_one_line(capsys):
+    assert main(["collector", "--ui-address", "http://127.0.0.1:4380"]) == 2
+    error = one_line(capsys)
+    assert "--ui-address='http://127.0.0.1:4380'" in error and "without a scheme" in error
+
+
 def test_the_collector_names_the_variable_when_it_was_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("PROMPTPRISM_UI_ADDRESS", "127.0.0.1:99999")
     assert main(["collector"]) == 2
