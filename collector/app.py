@@ -232,8 +232,11 @@ class Collector:
             self.ui = ServerThread(app, *config.ui_address, name="ui", **tls)
             self.ui.start()
             ingest = Ingest(self.sink, self.metrics, self._conversion_pool(), retention_days=config.retention_days)
+            scheme = "https" if config.tls else "http"
+            inspector_url = f"{scheme}://{_host(self.ui.host)}:{self.ui.port}"
             self.http = ServerThread(traces_app(ingest, token=config.ingest_token,
-                                                receive_limit_bytes=config.receive_limit_bytes),
+                                                receive_limit_bytes=config.receive_limit_bytes,
+                                                inspector_url=inspector_url),
                                      *config.otlp_http_address, name="otlp-http", **tls)
             self.grpc = GrpcReceiver(ingest, host=config.otlp_grpc_address[0], port=config.otlp_grpc_address[1],
                                      token=config.ingest_token, receive_limit_bytes=config.receive_limit_bytes,

@@ -28,10 +28,12 @@ the application that plays it in ``demo.application`` (package
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import socket
 import sys
+import urllib.request
 import uuid
 import warnings
 from typing import Any
@@ -127,8 +129,18 @@ def _tracing(service: str) -> Any:
         raise CommandError(str(error)) from None
 
 
-def check_endpoint(endpoint: str, timeout: float = ENDPOINT_CHECK_TIMEOUT_SECONDS) -> None:
-    """CommandError naming ``endpoint`` and how to start a collector when nothing accepts a connection there."""
+# What each side sends first to find out which protocol answers: an HTTP/1.1
+# request, or HTTP/2's connection preface with an empty SETTINGS frame. An
+# HTTP/1.1 server answers either with "HTTP/1."; a gRPC (HTTP/2-only) server
+# answers either with a SETTINGS frame, never with "HTTP/".
+_HTTP1_PROBE = b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+_HTTP2_PROBE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def check_endpoint(endpoint: str, timeout: float = ENDPOINT_CHECK_TIMEOUT_SECONDS, *,
+                   protocol: str = "http/protobuf") -> None:
+    """CommandError naming ``endpoint`` when nothing accepts a connection there, or when what answers
+    speaks the other OTLP transport (gRPC on 4317 given for http/protobuf, or the other way round)."""
     parsed = urlparse(endpoint)
     host = parsed.hostname or "localhost"
     try:
@@ -136,13 +148,57 @@ def check_endpoint(endpoint: str, timeout: float = ENDPOINT_CHECK_TIMEOUT_SECOND
     except ValueError:  # a port that is not a number: the exporter's own validation names it
         return
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return
+        with socket.create_connection((host, port), timeout=timeout) as connection:
+            if parsed.scheme == "https":  # the answer is TLS either way
+                return
+            grpc = protocol == "grpc"
+            first = _first_bytes(connection, _HTTP2_PROBE if grpc else _HTTP1_PROBE % host.encode("idna"), timeout)
     except OSError as error:
         reason = error.strerror or str(error) or type(error).__name__
-    raise CommandError(
-        f"no collector at {endpoint} ({reason}); start one with `promptprism collector` (or `make run`), "
-        "or point OTEL_EXPORTER_OTLP_ENDPOINT at the one you run")
+        raise CommandError(
+            f"no collector at {endpoint} ({reason}); start one with `promptprism collector` (or `make run`), "
+            "or point OTEL_EXPORTER_OTLP_ENDPOINT at the one you run") from None
+    speaks_http1 = first.startswith(b"HTTP/1.")
+    if grpc and speaks_http1:
+        raise CommandError(
+            f"{endpoint} answers HTTP/1.1, not gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc): it looks like an "
+            "OTLP/HTTP port (the collector's is 4318; its gRPC port is 4317). Point "
+            "OTEL_EXPORTER_OTLP_ENDPOINT at the gRPC port, or set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+    if not grpc and first and not first.startswith(b"HTTP/"):
+        raise CommandError(
+            f"{endpoint} does not answer HTTP/1.1 (OTEL_EXPORTER_OTLP_PROTOCOL={protocol}): it looks like an "
+            "OTLP/gRPC port (the collector's is 4317; its HTTP port is 4318). Point "
+            "OTEL_EXPORTER_OTLP_ENDPOINT at the HTTP port, or set OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
+
+
+def _first_bytes(connection: socket.socket, probe: bytes, timeout: float) -> bytes:
+    """The first bytes the server answers ``probe`` with; empty when it says nothing in time."""
+    connection.settimeout(timeout)
+    try:
+        connection.sendall(probe)
+        return connection.recv(16)
+    except OSError:  # silence or a reset proves nothing about the protocol; the export will tell
+        return b""
+
+
+def inspector_url(settings: Any, timeout: float = ENDPOINT_CHECK_TIMEOUT_SECONDS) -> str:
+    """Where to open the inspector: ``PROMPTPRISM_URL``; else what the collector at the OTLP/HTTP
+    endpoint says (``GET /``); else the default address."""
+    given = os.environ.get(PROMPTPRISM_URL)
+    if given:
+        return given.rstrip("/")
+    if settings.protocol != "grpc":
+        parsed = urlparse(settings.endpoint)
+        about = f"{parsed.scheme}://{parsed.netloc}/"
+        request = urllib.request.Request(about, headers=dict(settings.headers))
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                answer = json.loads(response.read(64 * 1024))
+            if isinstance(answer, dict) and isinstance(answer.get("inspector"), str):
+                return answer["inspector"].rstrip("/")
+        except (OSError, ValueError):  # not a promptprism collector, or an older one
+            pass
+    return DEFAULT_URL.rstrip("/")
 
 
 def new_run_tag() -> str:
@@ -165,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         settings = resolve_settings(service_name=SERVICES["channel"])
     except ConfigurationError as error:
         raise CommandError(str(error)) from None
-    check_endpoint(settings.endpoint)
+    check_endpoint(settings.endpoint, protocol=settings.protocol)
 
     # The fake provider's model names are not Anthropic's; their SDK warns about that.
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"anthropic(\.|$)")
@@ -192,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         raise CommandError(f"{failed} spans could not be exported to {endpoint}; is the collector running "
                            "(`make run`)? Set OTEL_EXPORTER_OTLP_ENDPOINT to point elsewhere.")
-    base = (os.environ.get(PROMPTPRISM_URL) or DEFAULT_URL).rstrip("/")
+    base = inspector_url(settings)
     print(f"sent {result.requests} requests in {len(set(result.traces))} traces.", file=sys.stderr)
     if result.example_trace_id:
         print(f"open a trace: {base}/trace/{result.example_trace_id}")

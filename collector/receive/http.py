@@ -17,7 +17,7 @@ import zlib
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._logsafe import RateLimitedLog
@@ -41,6 +41,8 @@ from .auth import authorized
 
 logger = logging.getLogger(__name__)
 
+ABOUT_PATH = "/"
+ABOUT_SERVICE = "promptprism collector"
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
 METRICS_PATH = "/v1/metrics"
@@ -67,6 +69,17 @@ HELD_RECEIVE_LIMITS = 2 * MAX_CONCURRENT_EXPORTS
 BODY_READ_TIMEOUT_SECONDS = 30.0
 # What a full receiver asks the exporter to wait before retrying.
 FULL_RETRY_AFTER_SECONDS = 1
+
+
+def _reachable(url: str | None, asked_host: str | None) -> str | None:
+    """``url`` with a wildcard host (0.0.0.0, ::) replaced by the host the client reached us at."""
+    if url is None or not asked_host:
+        return url
+    for wildcard in ("//0.0.0.0:", "//[::]:"):
+        if wildcard in url:
+            host = f"[{asked_host}]" if ":" in asked_host else asked_host
+            return url.replace(wildcard, f"//{host}:", 1)
+    return url
 
 
 class PayloadTooLarge(Exception):
@@ -113,8 +126,14 @@ def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -> Starlette:
-    """The OTLP/HTTP app: traces and logs share the limiter, limits and answers."""
+def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int,
+               inspector_url: str | None = None) -> Starlette:
+    """The OTLP/HTTP app: traces and logs share the limiter, limits and answers.
+
+    ``GET /`` says what listens here and where its inspector is
+    (``inspector_url``), so a tool given only the OTLP endpoint (``promptprism
+    demo``) can link to the right page; with an ingest token it needs the token.
+    """
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_EXPORTS)
     arriving = anyio.CapacityLimiter(MAX_ARRIVING_BODIES)
     held = _HeldBytes(HELD_RECEIVE_LIMITS * receive_limit_bytes)
@@ -125,6 +144,12 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
         found = http_answer(outcome, encoding, metrics, TRANSPORT)
         return Response(found.body, status_code=found.status, media_type=found.media_type,
                         headers=found.headers or None)
+
+    async def about(request: Request) -> Response:
+        if not authorized(token, request.headers.get("authorization")):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        return JSONResponse({"service": ABOUT_SERVICE, "otlp": [TRACES_PATH, LOGS_PATH, METRICS_PATH],
+                             "inspector": _reachable(inspector_url, request.url.hostname)})
 
     async def export(request: Request) -> Response:
         return await _export(request, KIND_TRACES)
@@ -199,6 +224,7 @@ def traces_app(ingest: Ingest, *, token: str | None, receive_limit_bytes: int) -
         return ExportOutcome(TOO_LARGE, signal,
                              message=f"request larger than the receive limit of {receive_limit_bytes} bytes")
 
-    return Starlette(routes=[Route(TRACES_PATH, export, methods=["POST"]),
+    return Starlette(routes=[Route(ABOUT_PATH, about, methods=["GET"]),
+                             Route(TRACES_PATH, export, methods=["POST"]),
                              Route(LOGS_PATH, export_logs, methods=["POST"]),
                              Route(METRICS_PATH, export_metrics, methods=["POST"])])

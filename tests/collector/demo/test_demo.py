@@ -173,6 +173,21 @@ def test_demo_fails_clearly_when_nothing_listens():
         assert "promptprism collector" in line and "OTEL_EXPORTER_OTLP_ENDPOINT" in line
 
 
+def test_demo_names_the_other_port_when_the_transport_does_not_match(collector):
+    """gRPC's port given for http/protobuf (or the HTTP port for grpc): one line naming the right port,
+    before anything is sent, instead of an export that fails after its retries."""
+    cases = (("http/protobuf", collector["grpc"], "OTLP/gRPC port", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+             ("grpc", collector["http"], "OTLP/HTTP port", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"))
+    for protocol, port, named, remedy in cases:
+        endpoint = f"http://127.0.0.1:{port}"
+        completed = run_demo({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol},
+                             "--requests", "3", "--days", "1", timeout=60)
+        assert completed.returncode == 1, completed.stderr
+        (line,) = completed.stderr.strip().splitlines()
+        assert line.startswith(f"promptprism demo: {endpoint}"), line
+        assert named in line and remedy in line, line
+
+
 def test_a_second_run_starts_new_conversations(collector, demo_run):
     """Runs last in this module: it adds a second run's requests to the collector."""
     first = {request["request_id"]: request for request in demo_run["requests"]}
@@ -207,3 +222,16 @@ def test_the_overview_of_the_demo_store_answers_quickly(collector, demo_run):
     elapsed = time.perf_counter() - started
     print(f"/overview on the demo store: {elapsed:.2f} s")
     assert "Prompt growth" in page and elapsed < OVERVIEW_SECONDS_MAX, elapsed
+
+
+def test_demo_links_to_the_collectors_own_inspector_without_promptprism_url(collector):
+    """Over OTLP/HTTP the demo asks the collector (GET /) where its inspector listens: the link is right
+    on a collector whose UI is not on the default port, with PROMPTPRISM_URL unset. (Last in the module:
+    it adds requests.)"""
+    completed = run_demo({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+                          "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector['http']}"},
+                         "--requests", "3", "--days", "1")
+    assert completed.returncode == 0, completed.stderr
+    match = re.search(r"open a trace: (http://\S+)/trace/([0-9a-f]{32})", completed.stdout)
+    assert match, completed.stdout
+    assert match.group(1) == collector["ui"]

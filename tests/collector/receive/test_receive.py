@@ -189,6 +189,20 @@ def test_wrong_method_type_and_path(collector):
     assert httpx.post(base + "/v1/traces", content=b"", headers={"Content-Type": "text/plain"}).status_code == 415
 
 
+def test_the_otlp_http_root_says_where_the_inspector_is(store, tmp_path):
+    """GET / on the OTLP/HTTP port names the service and its inspector (promptprism demo links there);
+    with an ingest token it answers only with the token."""
+    with running_collector(store, tmp_path, ingest_token="s3cret") as collector:
+        base = collector.endpoints()["otlp_http"]
+        assert httpx.get(base + "/").status_code == 401
+        assert httpx.get(base + "/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        about = httpx.get(base + "/", headers={"Authorization": "Bearer s3cret"})
+        assert about.status_code == 200
+        assert about.json() == {"service": "promptprism collector", "otlp": ["/v1/traces", "/v1/logs", "/v1/metrics"],
+                                "inspector": collector.endpoints()["ui"]}
+        assert httpx.get(collector.endpoints()["ui"] + "/healthz").status_code == 200
+
+
 def test_oversized_requests(store, tmp_path):
     limit = 256 * 1024
     with running_collector(store, tmp_path, receive_limit_bytes=limit) as collector:
