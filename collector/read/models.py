@@ -290,13 +290,59 @@ class Diff(Answer):
 
 # --- insight ------------------------------------------------------------------------------------
 
-Row = dict[str, Any]  # one row of a named insight query (README "Insights"): its columns
+# Rows of the named insight queries (README "Insights"), one model per query: the
+# query's output columns, as the API serves them (ClickHouse 0/1 conditions as
+# booleans, times as UTC text "YYYY-MM-DD hh:mm:ss[.fffffffff]", NULL as null).
+# A test runs every query and checks its columns against these models.
+_TIME = Field(description="UTC, 'YYYY-MM-DD hh:mm:ss' (bucket start) or with nanoseconds (a request's start)")
 
 
 class Window(Answer):
     since: str
     until: str
     seconds: int
+
+
+class GrowthSeriesRow(Answer):
+    """growth_series: average system-prompt bytes per request of one part (series) in one time bucket."""
+
+    time: str = _TIME
+    series: str
+    bytes_per_request: float
+
+
+class GrowthAttributionRow(Answer):
+    """growth_attribution: one part's bytes per request, this period against the one before."""
+
+    series: str
+    layers: str = Field(description="the layers of a block name (by name only; else empty)")
+    previous_bytes: float
+    current_bytes: float
+    delta_bytes: float
+    delta_tokens: float
+    change_pct: Optional[float]
+    contribution_pct: Optional[float]
+    previous_requests: int
+    current_requests: int
+    lineages_compared: int
+    requests_not_compared: int
+
+
+class GrowthTotal(Answer):
+    """The whole prompt's change (the attribution's parts added up)."""
+
+    previous_bytes: float
+    current_bytes: float
+    delta_bytes: float
+    delta_tokens: float
+    change_pct: Optional[float]
+    previous_requests: int
+    current_requests: int
+    lineages_compared: int
+    requests_not_compared: int
+    current_requests_all: Optional[int] = Field(None, description="only when nothing was compared: requests in "
+                                                                  "the period, compared or not")
+    previous_requests_all: Optional[int] = None
 
 
 class Growth(Answer):
@@ -309,9 +355,9 @@ class Growth(Answer):
     dimension: str
     bucket_seconds: int
     bytes_per_token: int
-    total: dict[str, Any]
-    attribution: list[Row]
-    series: list[Row]
+    total: GrowthTotal
+    attribution: list[GrowthAttributionRow]
+    series: list[GrowthSeriesRow]
     summary: str
 
 
@@ -322,6 +368,82 @@ class CacheCounts(Answer):
     provider_misses: int
 
 
+class CacheSeriesRow(Answer):
+    """cache_series: follow-up requests, cache breaks, misordered requests and provider misses per bucket."""
+
+    time: str = _TIME
+    follow_ups: int
+    breaks: int
+    misordered: int
+    provider_misses: int
+
+
+class CacheBlockRow(Answer):
+    """cache_breaks_by_block: the first changed block within the cached prefix, and what it cost."""
+
+    block: str
+    stability: str
+    breaks: int
+    bytes_rewritten: int
+    tokens_rewritten: int
+    expected_prefix_tokens: int
+    reported_cache_read_tokens: Optional[int]
+    conversations: int
+    example_trace_id: str
+
+
+class CacheMisorderedRow(Answer):
+    """cache_misordered: a turn block placed before stable blocks."""
+
+    block: str
+    before_block: str
+    requests: int
+    uncacheable_bytes: int
+    uncacheable_tokens: int
+    services: int
+    example_trace_id: str
+
+
+class CacheRequestRow(Answer):
+    """cache_requests: one request's verdict against the previous request of its lineage."""
+
+    time: str = _TIME
+    trace_id: str
+    request_id: str
+    service: str
+    provider: str
+    model: str
+    process_kind: str
+    conversation_id: str
+    verdict: str
+    changed_block: str
+    changed_stability: str
+    expected_prefix_bytes: int
+    expected_prefix_tokens: int
+    cache_read_tokens: Optional[int]
+    cache_read_covers_prefix: Optional[bool]
+    changed_in_prefix: bool
+    prefix_blocks: int
+    prefix_bytes: int
+    tools_bytes: int
+    prefix_identical: bool
+    expected_cached_tokens: int
+    rewritten_bytes: int
+    misplaced_block: str
+    displaced_block: str
+    stable_bytes_after_turn: int
+    previous_request_id: str
+    changed_index: int
+    changed_is_new: bool
+    has_previous: bool
+    cache_break: Optional[bool]
+    turn_before_stable: bool
+    provider_missed: Optional[bool]
+    expected_cached_bytes: int
+    input_tokens: Optional[int]
+    blocks: int
+
+
 class Cache(Answer):
     """GET /api/insight/cache."""
 
@@ -329,11 +451,36 @@ class Cache(Answer):
     bucket_seconds: int
     bytes_per_token: int
     counts: CacheCounts
-    by_block: list[Row]
-    misordered: list[Row]
-    series: list[Row]
-    requests: list[Row]
+    by_block: list[CacheBlockRow]
+    misordered: list[CacheMisorderedRow]
+    series: list[CacheSeriesRow]
+    requests: list[CacheRequestRow]
     summary: list[str]
+
+
+class HeadroomSeriesRow(Answer):
+    """headroom_series: per bucket and model, the largest and average share of the context window used."""
+
+    time: str = _TIME
+    model: str
+    max_used_pct: float
+    avg_used_pct: float
+    min_headroom_tokens: int
+
+
+class HeadroomRequestRow(Answer):
+    """headroom_requests: a request and the share of its model's context window it used."""
+
+    time: str = _TIME
+    trace_id: str
+    request_id: str
+    service: str
+    model: str
+    process_kind: str
+    context_window: int
+    tokens_estimate: int
+    headroom_tokens: int
+    used_pct: float
 
 
 class Headroom(Answer):
@@ -341,9 +488,17 @@ class Headroom(Answer):
 
     window: Window
     bucket_seconds: int
-    series: list[Row]
-    requests: list[Row]
+    series: list[HeadroomSeriesRow]
+    requests: list[HeadroomRequestRow]
     summary: str
+
+
+# The query behind each row model (the test runs them and compares columns).
+INSIGHT_ROWS: dict[str, type[Answer]] = {
+    "growth_series": GrowthSeriesRow, "growth_attribution": GrowthAttributionRow,
+    "cache_series": CacheSeriesRow, "cache_breaks_by_block": CacheBlockRow, "cache_misordered": CacheMisorderedRow,
+    "cache_requests": CacheRequestRow, "headroom_series": HeadroomSeriesRow, "headroom_requests": HeadroomRequestRow,
+}
 
 
 class Error(Answer):
@@ -467,7 +622,7 @@ def json_schema() -> dict[str, Any]:
     }
 
 
-__all__ = ["LIMIT_MAX", "ROUTES", "SCHEMA_PATH", "Cache", "Diff", "DiffParameters", "Error", "Growth",
+__all__ = ["INSIGHT_ROWS", "LIMIT_MAX", "ROUTES", "SCHEMA_PATH", "Cache", "Diff", "DiffParameters", "Error", "Growth",
            "Headroom", "InsightParameters", "ListParameters", "Request", "RequestList", "RequestSummary",
            "Trace", "json_schema", "parameters"]
 

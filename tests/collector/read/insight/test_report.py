@@ -327,3 +327,42 @@ def test_default_window_ends_after_requests_of_the_current_second():
     assert window.until >= now  # whole seconds, rounded up
     assert Window.parse(since="1h", until="now", now=now).until >= now
     assert window.seconds == 3600
+
+
+def _json_kind(clickhouse_type: str) -> tuple[str, bool]:
+    """A ClickHouse output type as (JSON kind, nullable), the way the API serves its values."""
+    nullable = clickhouse_type.startswith("Nullable(")
+    inner = clickhouse_type[len("Nullable("):-1] if nullable else clickhouse_type
+    inner = inner.removeprefix("LowCardinality(").removesuffix(")") if inner.startswith("LowCardinality(") else inner
+    if inner.startswith(("DateTime", "String", "FixedString")):
+        return "string", nullable
+    if inner.startswith("Float"):
+        return "number", nullable
+    if inner.startswith(("UInt", "Int", "Bool")):
+        return "integer", nullable
+    raise AssertionError(f"unexpected output type {clickhouse_type}")
+
+
+def test_every_insight_row_model_declares_exactly_its_querys_columns(scenario_store, now_ns):
+    """The API schema types each insight row; the models must follow the SQL (names, kinds, nullability)."""
+    from promptprism.collector.read.insight.queries import QUERIES, STORE
+    from promptprism.collector.read.insight.report import _BOOLEAN_COLUMNS
+    from promptprism.collector.read.models import INSIGHT_ROWS
+
+    params = {"since": now_ns // 10**9 - 7 * 86400, "until": now_ns // 10**9, "bucket_seconds": 3600,
+              "dimension": "name", "service": "", "model": "", "process": "", "conversation": "", "limit": 10}
+    for name, model in INSIGHT_ROWS.items():
+        query = QUERIES[name]
+        described = scenario_store.query(f"DESCRIBE ({query.render(STORE)})",
+                                          {"db": scenario_store.database, **{key: params[key] for key in query.params}})
+        columns = {row["name"]: _json_kind(row["type"]) for row in described}
+        assert list(columns) == list(model.model_fields), name
+        schema = model.model_json_schema()["properties"]
+        for column, (kind, nullable) in columns.items():
+            if column in _BOOLEAN_COLUMNS:
+                kind = "boolean"
+            declared = schema[column]
+            kinds = {option.get("type") for option in declared.get("anyOf", [declared])}
+            expected = {kind}
+            assert kinds - {"null"} == expected, (name, column, declared, kind)
+            assert ("null" in kinds) == nullable, (name, column, "nullability")
