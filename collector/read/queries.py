@@ -13,7 +13,10 @@ much as a scan. Each query instead reads by key (``request_ids`` gives a
 request's sorting key, see migration 020) or by bloom filter, and drops a
 not-yet-merged copy itself: ``LIMIT 1 BY`` the row's identity, or in Python
 for the list (``LIMIT 1 BY`` there would stop ClickHouse from reading in
-order and stopping after a page).
+order and stopping after a page). Of two copies of a request the one with
+more ``merged_span_ids`` is read: a record a later export folded another
+span of its call into (write/calls.py) replaces the row stored first, and
+that is the row that survives the merge (the last inserted).
 
 The functions here only fetch rows; turning rows into request objects is
 ``request_view``'s job.
@@ -81,6 +84,7 @@ WHERE service = {{service:String}}
   AND trace_id = {{trace_id:String}}
   AND request_id = {{request_id:String}}
   AND started_at = fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC')
+ORDER BY length(merged_span_ids) DESC
 LIMIT 1
 """
 
@@ -113,7 +117,7 @@ FROM {{db:Identifier}}.requests
 WHERE trace_id = {{trace_id:String}}
   AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
   AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
-ORDER BY started_at, request_id
+ORDER BY started_at, request_id, length(merged_span_ids) DESC
 LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
@@ -122,7 +126,7 @@ TRACE_SUMMARIES = f"""
 SELECT {_SUMMARY_COLUMNS}
 FROM {{db:Identifier}}.requests
 WHERE trace_id = {{trace_id:String}}
-ORDER BY started_at, request_id
+ORDER BY started_at, request_id, length(merged_span_ids) DESC
 LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
@@ -227,7 +231,7 @@ WHERE ({{service:String}} = '' OR service = {{service:String}})
   AND started_at < fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
   AND ({{cursor_id:String}} = ''
        OR (started_at, request_id) < (fromUnixTimestamp64Nano({{cursor_ns:Int64}}, 'UTC'), {{cursor_id:String}}))
-ORDER BY started_at DESC, request_id DESC
+ORDER BY started_at DESC, request_id DESC, length(merged_span_ids) DESC
 LIMIT {{limit:UInt32}}
 """
 
@@ -244,7 +248,7 @@ SELECT {_SUMMARY_COLUMNS}
 FROM {{db:Identifier}}.requests
 WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)')
   AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
-ORDER BY started_at DESC, request_id DESC
+ORDER BY started_at DESC, request_id DESC, length(merged_span_ids) DESC
 LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """

@@ -23,6 +23,8 @@ from ..otlp import logs as otlp_logs
 from ..otlp import metrics as otlp_metrics
 from ..otlp.traces import decode_json, decode_protobuf
 from ._arrow_ipc import table_from_bytes, table_to_bytes
+from ..record import RequestRecord
+from .duplicates import CallIdentity, call_identity
 from .genai_events import split_logs
 from .metric_rows import metric_tables
 from .reassemble import reassemble
@@ -59,6 +61,11 @@ class ConvertedExport:
     other_log_records: int = 0
     unjoinable_genai_events: int = 0
     metric_points: int = 0
+    # The request records' identities, for matching across exports (calls.CallMemory)…
+    calls: list[CallIdentity] = field(default_factory=list)
+    # …and the records themselves when converted in this process; never sent from a worker
+    # (pickling them costs ~60 % of a conversion): CallMemory decodes the payload again when needed.
+    records: list[RequestRecord] | None = None
 
     @property
     def rows(self) -> int:
@@ -78,7 +85,8 @@ def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
     tables = build_tables(decoded.spans, records)
     mapped_blocks = sum(len(record.blocks) for record in records if record.mapped)
     return ConvertedExport(tables, token, len(decoded.spans), decoded.rejections.count, decoded.rejections.message,
-                           len(records), mapped_blocks, unmapped)
+                           len(records), mapped_blocks, unmapped,
+                           calls=[call_identity(record) for record in records], records=records)
 
 
 def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
@@ -117,11 +125,14 @@ def to_wire(converted: ConvertedExport) -> tuple:
     tables = converted.tables
     blobs = {name: table_to_bytes(table) for name, table in tables.tables.items()}
     wire_tables = (blobs, tables.content_keys, tables.spans, tables.requests)
-    fields = tuple(getattr(converted, name) for name in ConvertedExport.__slots__ if name != "tables")
+    fields = {name: getattr(converted, name) for name in _WIRE_FIELDS}
     return wire_tables, fields
+
+
+_WIRE_FIELDS = tuple(name for name in ConvertedExport.__slots__ if name not in ("tables", "records"))
 
 
 def from_wire(wire: tuple) -> ConvertedExport:
     (blobs, content_keys, spans, requests), fields = wire
     tables = {name: table_from_bytes(blob) for name, blob in blobs.items()}
-    return ConvertedExport(TableSet(tables, content_keys, spans, requests), *fields)
+    return ConvertedExport(TableSet(tables, content_keys, spans, requests), **fields)

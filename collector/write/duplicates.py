@@ -25,15 +25,18 @@ then any instrumentation's over a provider SDK's, then the outermost — and
 every field that span left empty from the other (the SDK's cache writes,
 stop reason and response id, the instrumentation's messages and tools).
 The other span ids are listed in ``merged_span_ids``; their spans stay in
-``otel_traces``. Only spans exported together can be matched: the receiver
-keeps no state across exports, and an SDK's span and its wrapper end within
-milliseconds of each other, so the SDK's batch processor exports them together.
+``otel_traces``. This module matches the records of one export; spans of one
+call that travel in different exports (``SimpleSpanProcessor``, a batch
+boundary between them) are matched by ``calls.CallMemory`` in the collector
+process with the same rules (``CallIdentity``, ``same_call``) and merged with
+``merged_into``, under the identity of the record stored first.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import fields
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from ..conventions.providers import is_provider_sdk_scope
 from ..otlp.model import DecodedSpan
@@ -193,3 +196,82 @@ class _DisjointSets:
         first, second = self.find(first), self.find(second)
         if first != second:
             self.parent[max(first, second)] = min(first, second)
+
+
+# --- across exports (calls.CallMemory) ------------------------------------------------
+
+
+class CallIdentity(NamedTuple):
+    """What matching a request record with another needs: small, so every stored record's is remembered."""
+
+    trace_id: str
+    request_id: str
+    parent_span_id: str
+    response_id: str
+    provider: str
+    model: str
+    scope_name: str
+    started_at_ns: int
+    duration_ns: int
+
+
+def call_identity(record: RequestRecord) -> CallIdentity:
+    return CallIdentity(record.trace_id, record.request_id, record.parent_span_id, record.response_id,
+                        record.provider, record.model, record.scope_name, record.started_at_ns, record.duration_ns)
+
+
+# The rules of merge_duplicates, in its order, for a record of a later export against one stored before.
+SAME_SPAN, SAME_RESPONSE, NESTED, OVERLAPPING = "same_span", "same_response", "nested", "overlapping"
+RULES = (SAME_SPAN, SAME_RESPONSE, NESTED, OVERLAPPING)
+
+
+def same_call(rule: str, stored: CallIdentity, later: CallIdentity) -> bool:
+    """Whether ``later`` (a record of a later export) is the provider call ``stored`` describes, by ``rule``.
+
+    ``SAME_SPAN`` is the span itself sent again (a retry in another batch): it
+    must update the stored record, not replace a merged one with its half.
+    Unlike within one export, a shared response id counts only between
+    different scopes (two instrumentations), as the other rules do.
+    ``NESTED`` looks one level up or down only: a span's ancestors beyond its
+    parent are in its own export's parent links, not remembered.
+    """
+    if stored.trace_id != later.trace_id:
+        return False
+    if rule == SAME_SPAN:
+        return stored.request_id == later.request_id
+    if rule == SAME_RESPONSE:  # from another scope too: a mock provider's constant id never joins two calls
+        return bool(later.response_id) and stored.response_id == later.response_id and _may_be_one_call(stored, later)
+    if rule == NESTED:
+        nested = ((later.parent_span_id and later.parent_span_id == stored.request_id)
+                  or (stored.parent_span_id and stored.parent_span_id == later.request_id))
+        return bool(nested) and _may_be_one_call(stored, later)
+    return (stored.parent_span_id == later.parent_span_id and stored.provider == later.provider
+            and _may_be_one_call(stored, later) and _inside(stored, later) and _models_agree(stored, later))
+
+
+# Where a stored row is: the sorting keys of requests, blocks, tools, request_content and request_ids
+# (service, start, trace, id) and the span it is. A row can only be replaced under the same key.
+_STORED_IDENTITY = ("trace_id", "request_id", "parent_span_id", "started_at_ns", "duration_ns", "span_name",
+                    "scope_name", "service", "resource_attributes")
+
+
+def merged_into(stored: RequestRecord, later: list[RequestRecord]) -> RequestRecord:
+    """One record for a stored call and later spans of it: the fields as ``_merged`` chooses
+    them (promptprism's map first, …), under the stored record's identity so that
+    its rows are replaced (ReplacingMergeTree keeps the row inserted last).
+
+    Never fewer blocks or tools than the stored row has: a row of ``blocks`` or
+    ``tools`` past the new count would be left behind under the same key.
+    """
+    group = [copy.copy(stored), *(copy.copy(record) for record in later)]
+    merged = _merged(group)
+    for name in _STORED_IDENTITY:
+        setattr(merged, name, getattr(stored, name))
+    if len(stored.blocks) > len(merged.blocks):
+        for name in _PROMPT:
+            setattr(merged, name, getattr(stored, name))
+    if len(stored.tools) > len(merged.tools):
+        merged.tools, merged.tools_count = stored.tools, max(merged.tools_count, stored.tools_count)
+    spans = {*stored.merged_span_ids, *(span for record in later for span in (record.request_id, *record.merged_span_ids))}
+    merged.merged_span_ids = sorted(spans - {stored.request_id})
+    return merged

@@ -4,7 +4,10 @@
 ``ExportOutcome`` — it does not raise into the receivers. Conversion (parse,
 decode, reassemble, rows: ``convert``) runs in a worker process when the
 collector has a pool (``workers``), else in the calling thread; the sink
-makes the tables durable in this process either way. Each receiver turns
+makes the tables durable in this process either way. Between the two, in
+this process too, ``calls.CallMemory`` folds a traces export's spans of a call
+stored by an earlier export into that call's record (one provider call, one
+record, across exports). Each receiver turns
 the outcome into its protocol's answer with the one status table in
 ``receive.answers``, as an OpenTelemetry exporter returns an
 ``ExportResult`` for its caller to act on.
@@ -45,6 +48,7 @@ from .convert import (
     ConvertedExport,
 )
 from .convert import convert as convert_in_process
+from .calls import CallMemory
 from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
@@ -82,14 +86,18 @@ class ExportOutcome:
 
 
 class Ingest:
-    def __init__(self, sink, metrics: Metrics, pool=None, *, retention_days: int | None = None):
+    def __init__(self, sink, metrics: Metrics, pool=None, *, retention_days: int | None = None,
+                 calls: CallMemory | None = None):
         """``sink``: ``sink.Sink`` (or anything with its ``accept``);
         ``pool``: a ``workers.ConversionPool``, or None to convert in the calling thread;
-        ``retention_days``: the tables' TTL, to count spans dated outside it (None: not counted)."""
+        ``retention_days``: the tables' TTL, to count spans dated outside it (None: not counted);
+        ``calls``: the memory of stored calls that merges a later export's spans of them
+        (one provider call, one record across exports); a new one when not given."""
         self.sink = sink
         self.metrics = metrics
         self.pool = pool
         self.retention_days = retention_days
+        self.calls = calls if calls is not None else CallMemory()
         self.bad_payloads = RateLimitedLog(logger)
         self.refusals = RateLimitedLog(logger)  # data the store refuses comes from clients too
 
@@ -104,7 +112,15 @@ class Ingest:
         size = len(payload)
         try:
             converted = self._convert(signal, payload, encoding)
-            self.sink.accept(converted)
+            undo = None
+            if signal == KIND_TRACES:
+                converted, undo = self.calls.merge(converted, payload, encoding)
+            try:
+                self.sink.accept(converted)
+            except BaseException:
+                if undo is not None:
+                    undo()  # not stored: the sender's retry decides again
+                raise
         except MalformedPayload as error:
             # The reason, never the payload: it may hold prompt content.
             what = "" if signal == KIND_TRACES else f"{signal} "

@@ -2,7 +2,10 @@
 anthropic SDK's own spans left on (its default), exporting over OTLP to a collector. Run as a
 subprocess by the live test (the tracer provider is process-global):
 
-    python -m tests.collector.peers.openinference_app grpc|http ENDPOINT
+    python -m tests.collector.peers.openinference_app grpc|http ENDPOINT [batch|simple]
+
+``simple`` exports every span alone as it ends (SimpleSpanProcessor): the SDK's span of the
+Anthropic call travels in an export before OpenInference's.
 
 It calls promptprism's fake provider in this process, prints the ids and what the provider received
 as one JSON line, and exits once everything is exported.
@@ -21,7 +24,7 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from promptprism.collector.demo.fake_provider import FakeProvider
 
@@ -47,9 +50,10 @@ def exporter(protocol: str, endpoint: str):
     return OTLPSpanExporter(endpoint=endpoint + "/v1/traces", timeout=30)
 
 
-def main(protocol: str, endpoint: str) -> None:
+def main(protocol: str, endpoint: str, processor: str = "batch") -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
-    provider.add_span_processor(BatchSpanProcessor(exporter(protocol, endpoint)))
+    processors = {"batch": BatchSpanProcessor, "simple": SimpleSpanProcessor}
+    provider.add_span_processor(processors[processor](exporter(protocol, endpoint)))
     trace.set_tracer_provider(provider)  # the anthropic SDK's own spans use the global provider
     AnthropicInstrumentor().instrument(tracer_provider=provider)
     OpenAIInstrumentor().instrument(tracer_provider=provider)
@@ -73,4 +77,4 @@ def main(protocol: str, endpoint: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
