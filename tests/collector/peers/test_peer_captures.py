@@ -281,3 +281,44 @@ def test_one_provider_call_in_two_exports_is_one_request_counted_once(store, tmp
         for index, (record, call) in enumerate(zip(records, scenario.calls)):
             assert record["cache_creation_tokens"] == call.usage["cache_creation_tokens"], scenario.key
             assert check_record(store, scenario, index, call, record) == []
+
+
+# OpenLIT's runs with openlit.init() and nothing else that exported all three signals: HTTP/protobuf (its
+# default) and gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc).
+OPENLIT_DEFAULT_EXPORTS = ("openai_chat", "anthropic_messages", "openai_chat_grpc")
+
+
+def test_openlits_default_export_is_accepted_whole_and_makes_complete_records(store, tmp_path):
+    """OpenLIT with its defaults sends traces, log records and metrics to one endpoint, in whatever order its
+    three providers flush. Every export is answered 200 / OK (anything else, its exporters log as an error),
+    each call is one complete request record, its log records are stored, and its token metrics are
+    queryable in otel_metrics_histogram with the counts the record has."""
+    cases = [case for case in scenarios("openlit-1.45.0") if case.name in OPENLIT_DEFAULT_EXPORTS]
+    assert len(cases) == len(OPENLIT_DEFAULT_EXPORTS)
+    for scenario in cases:
+        assert {export.signal for export in scenario.exports} == {"traces", "logs", "metrics"}, scenario.key
+    with running_collector(store, tmp_path) as running:
+        for scenario in cases:
+            answers = replay(scenario, running.endpoints())  # every signal, in the order they travelled
+            assert answers and set(answers) <= {200, "OK"}, (scenario.key, answers)
+    for scenario in cases:
+        records, calls = stored_records(store, scenario), expected_records(scenario)
+        assert len(records) == len(calls) == 1, scenario.key
+        assert check_record(store, scenario, 0, calls[0], records[0]) == [], scenario.key
+        events = store.query(f"SELECT count() AS n FROM {store.database}.genai_events "
+                             "WHERE has(splitByChar(',', {ids:String}), trace_id)",
+                             {"ids": ",".join(sorted(scenario.trace_ids()))})[0]["n"]
+        assert events == scenario.log_records() > 0, scenario.key
+    # Each run is its own process: its cumulative histogram is that run's call. OpenLIT's Anthropic input
+    # count leaves the cache out, as on its span; nothing was cached here.
+    points = store.query(
+        f"SELECT Attributes['gen_ai.request.model'] AS model, Attributes['gen_ai.token.type'] AS type, "
+        f"max(Sum) AS tokens FROM {store.database}.otel_metrics_histogram "
+        "WHERE MetricName = 'gen_ai.client.token.usage' AND ScopeName LIKE 'openlit%' "
+        "GROUP BY model, type, ResourceAttributes ORDER BY model, type", None)
+    assert len(points) == 2 * len(cases)
+    for scenario in cases:
+        record = stored_records(store, scenario)[0]
+        assert record["cache_read_tokens"] in (None, 0) and record["cache_creation_tokens"] in (None, 0)
+        assert {(point["type"], point["tokens"]) for point in points if point["model"] == record["model"]} >= {
+            ("input", record["input_tokens"]), ("output", record["output_tokens"])}, scenario.key
