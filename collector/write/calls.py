@@ -28,18 +28,28 @@ was forgotten is stored twice, as before this existed, and counted in
 ``unmerged``. The memory is lost when the collector restarts (README, "One
 provider call, one request").
 
-``merge`` decides and rewrites an export's tables before the sink accepts
-them; the returned undo restores the memory when the sink does not (the
-sender retries, and the retry decides again).
+Tool definitions that travel in a log record (OpenLIT's
+``gen_ai.client.inference.operation.details``; on a stream it carries the
+parent span's id, so it is matched by its ``gen_ai.response.id`` first) join
+their request the same way: a logs export brings them to the stored record
+(rewritten with its ``tools`` rows and ``tools_count``), or, when the span has
+not come yet, they wait here (``PENDING_TOOLS``) for the traces export that
+brings it, which writes its record with them.
+
+``merge`` / ``merge_logs`` decide and rewrite an export's tables before the
+sink accepts them and return a ``Passage``: its ``wait`` holds the export
+until the exports whose rows it replaces are durable (so its rows are
+inserted after theirs and survive, even when two exports race), and its
+``finish`` undoes what the export taught the memory when the sink did not take
+it (the sender retries, and the retry decides again).
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
-
 import pyarrow as pa
 import pyarrow.compute as compute
 
@@ -55,6 +65,10 @@ RECENT_CALLS = 100_000
 CALLS_PER_TRACE = 256
 # Payloads of recent exports, decoded again to rebuild a stored record when a later span of it comes.
 RECENT_PAYLOAD_BYTES = 64 * 1024 * 1024
+# Tool definitions of log records whose request span has not come yet (a few hundred bytes each).
+PENDING_TOOLS = 10_000
+# How long an export waits for the one whose rows it replaces to be durable: the sink's accept timeout.
+WAIT_FOR_EARLIER_SECONDS = 120.0
 # Tables whose rows are a request's (keyed by request_id); otel_traces keeps every span.
 _SPAN_TABLES = frozenset({"otel_traces"})
 
@@ -84,6 +98,7 @@ class _Source:
 class _Remembered:
     identity: CallIdentity
     source: _Source
+    written_by: threading.Event  # set once the export that wrote this record's current rows is settled
     root: "_Remembered | None" = None  # a later span already folded into root's record
 
     @property
@@ -96,7 +111,27 @@ class _Journal:
     """This export's changes to the memory, to undo when the sink does not accept it."""
 
     added: list[_Remembered] = field(default_factory=list)
-    changed: list[tuple[_Remembered, CallIdentity, _Source]] = field(default_factory=list)
+    changed: list[tuple[_Remembered, CallIdentity, _Source, threading.Event]] = field(default_factory=list)
+
+
+class Passage:
+    """One export on its way to the sink: ``converted`` (rewritten), what to wait for, and the undo."""
+
+    def __init__(self, memory: "CallMemory | None", converted: ConvertedExport, journal: _Journal | None = None,
+                 earlier: set[threading.Event] | None = None, settled: threading.Event | None = None):
+        self.converted = converted
+        self._memory, self._journal, self._earlier, self._settled = memory, journal, earlier or set(), settled
+
+    def wait(self, timeout: float = WAIT_FOR_EARLIER_SECONDS) -> None:
+        """Until the exports whose rows this one replaces are settled (durable, or refused)."""
+        for event in self._earlier:
+            event.wait(timeout)
+
+    def finish(self, accepted: bool) -> None:
+        if not accepted and self._memory is not None and self._journal is not None:
+            self._memory._undo(self._journal)
+        if self._settled is not None:
+            self._settled.set()
 
 
 class CallMemory:
@@ -108,28 +143,63 @@ class CallMemory:
         self._calls = 0
         self._sources: OrderedDict[int, _Source] = OrderedDict()
         self._source_bytes = 0
+        self._pending_tools: OrderedDict[tuple[str, str, str], list] = OrderedDict()
         self.merged = 0  # later spans folded into a stored record
         self.unmerged = 0  # later spans of a call whose stored record was forgotten: stored apart
 
-    def merge(self, converted: ConvertedExport, payload: bytes, encoding: str
-              ) -> tuple[ConvertedExport, Callable[[], None]]:
-        """``converted`` with the later spans of stored calls folded into those calls' records; and an undo."""
+    def merge(self, converted: ConvertedExport, payload: bytes, encoding: str) -> Passage:
+        """A traces export with the later spans of stored calls folded into those calls' records,
+        and tool definitions that came earlier in log records added to theirs."""
         if not converted.calls:
-            return converted, _nothing
-        journal = _Journal()
+            return Passage(None, converted)
+        journal, settled, earlier = _Journal(), threading.Event(), set()
         with self._lock:
             source = _Source(payload, encoding, _by_id(converted.records))
             folded: dict[int, tuple[_Remembered, list[CallIdentity]]] = {}
             found = [self._find(identity) for identity in converted.calls]  # against earlier exports only
+            fresh = []
             for identity, target in zip(converted.calls, found):
                 if target is None:
-                    self._remember(_Remembered(identity, source), journal)
+                    entry = _Remembered(identity, source, settled)
+                    self._remember(entry, journal)
+                    fresh.append(entry)
                 else:
                     folded.setdefault(id(target), (target, []))[1].append(identity)
+            rewritten: list[RequestRecord] = []
+            replaced: list[str] = []
             if folded:
-                converted = self._fold(converted, source, list(folded.values()), journal)
+                self._fold(source, list(folded.values()), journal, settled, earlier, rewritten, replaced)
+            self._add_pending_tools(fresh, rewritten, replaced, journal, settled)
             self._keep_source(source)
-        return converted, lambda: self._undo(journal)
+        if rewritten:
+            converted = _rewritten(converted, replaced, rewritten)
+        return Passage(self, converted, journal, earlier - {settled}, settled)
+
+    def merge_logs(self, converted: ConvertedExport) -> Passage:
+        """A logs export with the tool definitions its records carry added to their stored requests
+        (or kept for the traces export that will bring the request)."""
+        if not converted.tool_owners:
+            return Passage(None, converted)
+        journal, settled, earlier = _Journal(), threading.Event(), set()
+        rewritten: list[RequestRecord] = []
+        with self._lock:
+            for owner in converted.tool_owners:
+                target = self._owner_of(owner)
+                if target is None:
+                    self._pending_tools[_tools_key(owner)] = owner.tools
+                    while len(self._pending_tools) > PENDING_TOOLS:
+                        self._pending_tools.popitem(last=False)
+                    continue
+                stored = target.source.record(target.identity.request_id)
+                if stored is None or stored.tools:
+                    continue  # forgotten (the log's own tools rows stay), or its span sent definitions itself
+                merged = _with_tools(stored, owner.tools)
+                earlier.add(target.written_by)
+                self._replace(target, merged, target.source.size, journal, settled)
+                rewritten.append(merged)
+        if rewritten:
+            converted = _rewritten(converted, [], rewritten)
+        return Passage(self, converted, journal, earlier - {settled}, settled)
 
     def __len__(self) -> int:
         return self._calls
@@ -175,38 +245,73 @@ class CallMemory:
 
     # --- merging -------------------------------------------------------------
 
-    def _fold(self, converted: ConvertedExport, source: _Source,
-              folds: list[tuple[_Remembered, list[CallIdentity]]], journal: _Journal) -> ConvertedExport:
-        merged_records: list[RequestRecord] = []
-        replaced: list[str] = []
+    def _fold(self, source: _Source, folds: list[tuple[_Remembered, list[CallIdentity]]], journal: _Journal,
+              settled: threading.Event, earlier: set, rewritten: list[RequestRecord], replaced: list[str]) -> None:
         for target, identities in folds:
             stored = target.source.record(target.identity.request_id)
             later = [source.record(identity.request_id) for identity in identities]
             if stored is None or any(record is None for record in later):
                 self.unmerged += len(identities)
                 for identity in identities:
-                    self._remember(_Remembered(identity, source), journal)
+                    self._remember(_Remembered(identity, source, settled), journal)
                 continue
             merged = merged_into(stored, later)
-            merged_records.append(merged)
+            earlier.add(target.written_by)
+            self._replace(target, merged, target.source.size + source.size, journal, settled)
+            rewritten.append(merged)
             replaced += [identity.request_id for identity in identities]
-            journal.changed.append((target, target.identity, target.source))
-            kept = _Source(None, "", {merged.request_id: merged})
-            kept.size = target.source.size + source.size  # about the record's size: its spans' exports
-            self._keep_source(kept)
-            target.identity, target.source = call_identity(merged), kept
             for identity in identities:
                 if identity.request_id != target.identity.request_id:
-                    self._remember(_Remembered(identity, source, root=target), journal)
+                    self._remember(_Remembered(identity, source, settled, root=target), journal)
             self.merged += sum(identity.request_id != target.identity.request_id for identity in identities)
-        if not merged_records:
-            return converted
-        return _rewritten(converted, replaced, merged_records)
+
+    def _replace(self, target: _Remembered, merged: RequestRecord, size: int, journal: _Journal,
+                 settled: threading.Event) -> None:
+        """``target`` is ``merged`` from now on, written by the export of ``settled``."""
+        journal.changed.append((target, target.identity, target.source, target.written_by))
+        kept = _Source(None, "", {merged.request_id: merged})
+        kept.size = size  # about the record's size: its spans' exports
+        self._keep_source(kept)
+        target.identity, target.source, target.written_by = call_identity(merged), kept, settled
+
+    # --- tool definitions from log records -----------------------------------------
+
+    def _owner_of(self, owner: RequestRecord) -> _Remembered | None:
+        """The stored request a log record's tool definitions belong to: by response id, else by span id."""
+        remembered = self._traces.get(owner.trace_id) or ()
+        for entry in reversed(remembered):
+            if owner.response_id and entry.identity.response_id == owner.response_id:
+                return entry.target
+        for entry in reversed(remembered):
+            if entry.identity.request_id == owner.request_id:
+                return entry.target
+        return None
+
+    def _add_pending_tools(self, fresh: list[_Remembered], rewritten: list[RequestRecord], replaced: list[str],
+                           journal: _Journal, settled: threading.Event) -> None:
+        """Tool definitions that came in log records before their request's span, added to its record."""
+        if not self._pending_tools:
+            return
+        for entry in fresh:
+            identity = entry.identity
+            tools = None
+            if identity.response_id:
+                tools = self._pending_tools.pop((identity.trace_id, "response", identity.response_id), None)
+            tools = self._pending_tools.pop((identity.trace_id, "span", identity.request_id), None) or tools
+            if not tools:
+                continue
+            record = entry.source.record(identity.request_id)
+            if record is None or record.tools:
+                continue
+            merged = _with_tools(record, tools)
+            self._replace(entry, merged, entry.source.size, journal, settled)
+            rewritten.append(merged)
+            replaced.append(identity.request_id)
 
     def _undo(self, journal: _Journal) -> None:
         with self._lock:
-            for target, identity, source in reversed(journal.changed):
-                target.identity, target.source = identity, source
+            for target, identity, source, written_by in reversed(journal.changed):
+                target.identity, target.source, target.written_by = identity, source, written_by
             for entry in journal.added:
                 remembered = self._traces.get(entry.identity.trace_id)
                 if remembered and entry in remembered:
@@ -214,8 +319,17 @@ class CallMemory:
                     self._calls -= 1
 
 
-def _nothing() -> None:
-    return None
+def _tools_key(owner: RequestRecord) -> tuple[str, str, str]:
+    if owner.response_id:
+        return owner.trace_id, "response", owner.response_id
+    return owner.trace_id, "span", owner.request_id
+
+
+def _with_tools(record: RequestRecord, tools: list) -> RequestRecord:
+    merged = copy.copy(record)
+    merged.tools = list(tools)
+    merged.tools_count = record.tools_count or len(tools)
+    return merged
 
 
 def _by_id(records: list[RequestRecord] | None) -> dict[str, RequestRecord] | None:

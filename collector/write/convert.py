@@ -66,6 +66,9 @@ class ConvertedExport:
     # …and the records themselves when converted in this process; never sent from a worker
     # (pickling them costs ~60 % of a conversion): CallMemory decodes the payload again when needed.
     records: list[RequestRecord] | None = None
+    # A logs export's tool definitions, each on a stub record (trace, span and response id; calls.CallMemory
+    # joins them to their request).
+    tool_owners: list[RequestRecord] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -100,7 +103,7 @@ def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
     return ConvertedExport(tables, token, len(decoded.records), decoded.rejections.count,
                            decoded.rejections.message, genai_events=len(split.genai_events),
                            other_log_records=len(split.log_records),
-                           unjoinable_genai_events=split.unjoinable_genai_events)
+                           unjoinable_genai_events=split.unjoinable_genai_events, tool_owners=split.tool_owners)
 
 
 def convert_metrics(payload: bytes, encoding: str) -> ConvertedExport:

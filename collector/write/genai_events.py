@@ -10,7 +10,10 @@ or at another replica.
 
 Tool definitions an event carries (``conventions.tools.event_tool_definitions``:
 OpenLIT sends them only in its operation-details record) become rows of the
-``tools`` table under the event's span id, as a span's own definitions do.
+``tools`` table under the event's span id, and ``calls.CallMemory`` (in the
+collector process) joins them to their request record — by the event's
+response id first, since on a stream OpenLIT's record carries the parent
+span's id — so that they count in its ``tools_count``.
 
 Every other log record, and a GenAI event without span context (it cannot
 be joined to anything), goes to ``otel_logs`` unchanged.
@@ -24,6 +27,7 @@ from typing import Iterable
 
 from ..conventions import json_text
 from ..conventions.events import contribute, is_genai_content_event
+from ...wire import names
 from ..conventions.tools import event_tool_definitions
 from ..otlp.model import DecodedLogRecord
 from ..record import GenAIEvent, RequestRecord
@@ -36,7 +40,9 @@ class SplitLogs:
     # GenAI content events without a span id: stored as ordinary logs, counted.
     unjoinable_genai_events: int = 0
     # The tool definitions of events, each under its span's request id (only trace_id,
-    # request_id, started_at_ns, service and tools are set: rows of `tools`, not requests).
+    # request_id, started_at_ns, service, tools and the response id are set: rows of `tools`,
+    # not requests; calls.CallMemory joins them to their request, by response id first:
+    # on a stream, OpenLIT's record carries the parent span's id).
     tool_owners: list[RequestRecord] = field(default_factory=list)
 
 
@@ -73,7 +79,9 @@ def split_logs(records: Iterable[DecodedLogRecord]) -> SplitLogs:
             split.genai_events.append(genai_event(record))
             tools = event_tool_definitions(record.event_name, record.body, record.attributes)
             if tools:
-                split.tool_owners.append(RequestRecord(trace_id=record.trace_id, request_id=record.span_id,
-                                                       started_at_ns=record.time_ns, service=record.service,
-                                                       tools=tools))
+                response_id = record.attributes.get(names.GEN_AI_RESPONSE_ID)
+                split.tool_owners.append(RequestRecord(
+                    trace_id=record.trace_id, request_id=record.span_id, started_at_ns=record.time_ns,
+                    service=record.service, tools=tools,
+                    response_id=response_id if isinstance(response_id, str) else ""))
     return split

@@ -112,15 +112,23 @@ class Ingest:
         size = len(payload)
         try:
             converted = self._convert(signal, payload, encoding)
-            undo = None
+            passage = None
             if signal == KIND_TRACES:
-                converted, undo = self.calls.merge(converted, payload, encoding)
+                passage = self.calls.merge(converted, payload, encoding)
+            elif signal == KIND_LOGS:
+                passage = self.calls.merge_logs(converted)
+            if passage is not None:
+                converted = passage.converted
             try:
+                if passage is not None:
+                    passage.wait()  # the rows this export replaces are durable first, so its own come after
                 self.sink.accept(converted)
             except BaseException:
-                if undo is not None:
-                    undo()  # not stored: the sender's retry decides again
+                if passage is not None:
+                    passage.finish(accepted=False)  # not stored: the sender's retry decides again
                 raise
+            if passage is not None:
+                passage.finish(accepted=True)
         except MalformedPayload as error:
             # The reason, never the payload: it may hold prompt content.
             what = "" if signal == KIND_TRACES else f"{signal} "

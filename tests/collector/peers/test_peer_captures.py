@@ -22,7 +22,7 @@ NO_SPAN_ON_ERROR = {"openinference-openai-js-4.2.7", "traceloop-openai-js-0.27.0
 # Peers that never send tool definitions.
 NO_TOOLS = {"anthropic-sdk-2.15.0", "openai-v2-2.4b0"}
 # OpenLIT sends them only in its operation-details log record, even with content capture off; on a
-# stream that record carries the parent span's id, not the request's.
+# stream that record carries the parent span's id, not the request's (joined by its response id).
 TOOLS_IN_LOGS = {"openlit-1.45.0"}
 # Peers that report no cache reads.
 NO_CACHE_READ = {"openai-v2-2.4b0", "traceloop-openai-js-0.27.0"}
@@ -56,7 +56,7 @@ def has_content(scenario: Scenario) -> bool:
 
 def sends_tools(scenario: Scenario, call: Call) -> bool:
     if scenario.peer in TOOLS_IN_LOGS:
-        return (any(export.signal == "logs" for export in scenario.exports) and not call.body.get("stream")
+        return (any(export.signal == "logs" for export in scenario.exports)
                 and not call.failed and call.path != "/v1/responses")  # none for the Responses API
     if scenario.peer in NO_TOOLS or not has_content(scenario):
         return False
@@ -131,8 +131,7 @@ def check_record(store, scenario: Scenario, index: int, call: Call, record: dict
     tools = stored_tools(store, record["request_id"])
     if sends_tools(scenario, call):
         expect("tools", [tool["name"] for tool in tools], call.tool_names)
-        if scenario.peer not in TOOLS_IN_LOGS:  # the request row was written before the log arrived
-            expect("tools_count", record["tools_count"], len(call.tool_names))
+        expect("tools_count", record["tools_count"], len(call.tool_names))
         for tool in tools:
             if tool["size"] <= 0 or len(tool["sha256"]) != 64:
                 problems.append(f"{scenario.key}[{index}] tool {tool['name']} not measured")

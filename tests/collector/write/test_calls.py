@@ -27,9 +27,9 @@ def _requests(converted) -> list[dict]:
 def test_the_later_span_replaces_the_stored_record_under_its_identity():
     first, second = [convert_traces(payload, ENCODING_PROTOBUF) for payload in _exports()]
     memory = CallMemory()
-    stored, _ = memory.merge(first, _exports()[0], ENCODING_PROTOBUF)
+    stored = memory.merge(first, _exports()[0], ENCODING_PROTOBUF).converted
     assert [row["merged_span_ids"] for row in _requests(stored)] == [[]]
-    later, _ = memory.merge(second, _exports()[1], ENCODING_PROTOBUF)
+    later = memory.merge(second, _exports()[1], ENCODING_PROTOBUF).converted
     (row,) = _requests(later)
     assert row["request_id"] == _requests(stored)[0]["request_id"] and len(row["merged_span_ids"]) == 1
     assert later.tables.tables["otel_traces"].num_rows == 1  # the span itself is still stored
@@ -39,9 +39,8 @@ def test_the_later_span_replaces_the_stored_record_under_its_identity():
 def test_an_export_the_sink_did_not_take_is_forgotten():
     payloads = _exports()
     memory = CallMemory()
-    _, undo = memory.merge(convert_traces(payloads[0], ENCODING_PROTOBUF), payloads[0], ENCODING_PROTOBUF)
-    undo()
-    later, _ = memory.merge(convert_traces(payloads[1], ENCODING_PROTOBUF), payloads[1], ENCODING_PROTOBUF)
+    memory.merge(convert_traces(payloads[0], ENCODING_PROTOBUF), payloads[0], ENCODING_PROTOBUF).finish(accepted=False)
+    later = memory.merge(convert_traces(payloads[1], ENCODING_PROTOBUF), payloads[1], ENCODING_PROTOBUF).converted
     assert [row["merged_span_ids"] for row in _requests(later)] == [[]]
 
 
@@ -52,6 +51,48 @@ def test_a_forgotten_call_is_stored_apart_and_counted():
     first.records = None  # converted by a worker: only the identities came back
     memory.merge(first, payloads[0], ENCODING_PROTOBUF)
     second = convert_traces(payloads[1], ENCODING_PROTOBUF)
-    later, _ = memory.merge(second, payloads[1], ENCODING_PROTOBUF)
+    later = memory.merge(second, payloads[1], ENCODING_PROTOBUF).converted
     assert [row["merged_span_ids"] for row in _requests(later)] == [[]]
     assert (memory.merged, memory.unmerged) == (0, 1)
+
+
+def _openlit_stream() -> tuple[bytes, bytes]:
+    """OpenLIT's streamed chat call: its span (traces) and its operation-details record (logs), which carries
+    the tool definitions under the parent span's id and the call's response id."""
+    from promptprism.collector.write.convert import convert_logs
+
+    scenario = next(case for case in scenarios("openlit-1.45.0") if case.name == "openai_chat_stream")
+    traces = [export.payload for export in scenario.exports if export.signal == "traces"]
+    logs = [export.payload for export in scenario.exports if export.signal == "logs"]
+    assert len(traces) == len(logs) == 1
+    (owner,) = convert_logs(logs[0], ENCODING_PROTOBUF).tool_owners
+    (call,) = convert_traces(traces[0], ENCODING_PROTOBUF).calls
+    assert owner.request_id != call.request_id and owner.response_id == call.response_id
+    return traces[0], logs[0]
+
+
+def _tools_count(converted) -> list[tuple[str, int]]:
+    return [(row["request_id"], row["tools_count"]) for row in
+            converted.tables.tables["requests"].select(["request_id", "tools_count"]).to_pylist()]
+
+
+def test_tool_definitions_of_a_log_record_join_their_request_whichever_comes_first():
+    from promptprism.collector.write.convert import convert_logs
+
+    traces, logs = _openlit_stream()
+    (call,) = convert_traces(traces, ENCODING_PROTOBUF).calls
+    tools = len(convert_logs(logs, ENCODING_PROTOBUF).tool_owners[0].tools)
+    assert tools >= 1
+    # The span first: the log record's export rewrites the stored request with its tools.
+    memory = CallMemory()
+    assert _tools_count(memory.merge(convert_traces(traces, ENCODING_PROTOBUF), traces, ENCODING_PROTOBUF).converted) == [
+        (call.request_id, 0)]
+    joined = memory.merge_logs(convert_logs(logs, ENCODING_PROTOBUF)).converted
+    assert _tools_count(joined) == [(call.request_id, tools)]
+    assert call.request_id in joined.tables.tables["tools"].column("request_id").to_pylist()
+    # The log record first: its tools wait for the span, whose export writes the request with them.
+    memory = CallMemory()
+    waiting = memory.merge_logs(convert_logs(logs, ENCODING_PROTOBUF)).converted
+    assert waiting.tables.tables["requests"].num_rows == 0
+    arrived = memory.merge(convert_traces(traces, ENCODING_PROTOBUF), traces, ENCODING_PROTOBUF).converted
+    assert _tools_count(arrived) == [(call.request_id, tools)]
