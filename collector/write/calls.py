@@ -54,8 +54,10 @@ import pyarrow as pa
 import pyarrow.compute as compute
 
 from ..record import RequestRecord
-from .convert import ConvertedExport, convert_traces
+from ..otlp.traces import decode_json, decode_protobuf
+from .convert import ENCODING_JSON, ConvertedExport
 from .duplicates import RULES, CallIdentity, call_identity, merged_into, same_call
+from .reassemble import reassemble
 from .rows import TableSet, build_tables, merge_tables
 
 # Request records remembered (~300 bytes each): minutes of traffic at hundreds of calls a second.
@@ -86,8 +88,9 @@ class _Source:
         if self.records is None:
             if self.payload is None:
                 return None  # forgotten
-            self.records = {record.request_id: record for record in
-                            convert_traces(self.payload, self.encoding).records or ()}
+            decode = decode_json if self.encoding == ENCODING_JSON else decode_protobuf
+            records, _ = reassemble(decode(self.payload).spans)  # as the export's conversion made them
+            self.records = {record.request_id: record for record in records}
         return self.records.get(request_id)
 
     def forget(self) -> None:
