@@ -108,6 +108,14 @@ class Metrics:
         self.metric_points_received = counter("metric_points_received", "metric data points accepted from OTLP exports")
         self.genai_events_unjoinable = counter(
             "genai_events_unjoinable", "GenAI content events without a span id, stored in otel_logs instead of joined")
+        self.calls_merged = counter(
+            "calls_merged_across_exports",
+            "request spans folded into the record of their provider call stored by an earlier export")
+        self.calls_unmerged = counter(
+            "calls_stored_apart",
+            "request spans of a call stored by an earlier export that the collector had forgotten: stored apart")
+        self.log_tools_joined = counter(
+            "log_tool_definitions_joined", "requests given the tool definitions a log record carried")
         self.insert_seconds = Histogram(
             "sink_insert_seconds", "duration of one INSERT into the store, by table", ("table",),
             namespace=NAMESPACE, registry=self.registry, buckets=INSERT_SECONDS_BUCKETS)
@@ -126,6 +134,11 @@ class Metrics:
         self.blocks_received.inc(blocks)
         for reason, count in unmapped.items():
             self.unmapped.labels(reason).inc(count)
+
+    def calls_joined(self, merged: int, unmerged: int, log_tools: int) -> None:
+        self.calls_merged.inc(merged)
+        self.calls_unmerged.inc(unmerged)
+        self.log_tools_joined.inc(log_tools)
 
     def spans_dated_outside_retention(self, past: int, future: int) -> None:
         self.spans_outside_retention.labels(OUTSIDE_RETENTION_PAST).inc(past)

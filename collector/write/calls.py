@@ -124,6 +124,7 @@ class Passage:
                  earlier: set[threading.Event] | None = None, settled: threading.Event | None = None):
         self.converted = converted
         self._memory, self._journal, self._earlier, self._settled = memory, journal, earlier or set(), settled
+        self.merged = self.unmerged = self.log_tools = 0  # what this export did, for /metrics once it is stored
 
     def wait(self, timeout: float = WAIT_FOR_EARLIER_SECONDS) -> None:
         """Until the exports whose rows this one replaces are settled (durable, or refused)."""
@@ -170,13 +171,17 @@ class CallMemory:
                     folded.setdefault(id(target), (target, []))[1].append(identity)
             rewritten: list[RequestRecord] = []
             replaced: list[str] = []
+            merged, unmerged = self.merged, self.unmerged
             if folded:
                 self._fold(source, list(folded.values()), journal, settled, earlier, rewritten, replaced)
-            self._add_pending_tools(fresh, rewritten, replaced, journal, settled)
+            log_tools = self._add_pending_tools(fresh, rewritten, replaced, journal, settled)
             self._keep_source(source)
+            merged, unmerged = self.merged - merged, self.unmerged - unmerged
         if rewritten:
             converted = _rewritten(converted, replaced, rewritten)
-        return Passage(self, converted, journal, earlier - {settled}, settled)
+        passage = Passage(self, converted, journal, earlier - {settled}, settled)
+        passage.merged, passage.unmerged, passage.log_tools = merged, unmerged, log_tools
+        return passage
 
     def merge_logs(self, converted: ConvertedExport) -> Passage:
         """A logs export with the tool definitions its records carry added to their stored requests
@@ -202,7 +207,9 @@ class CallMemory:
                 rewritten.append(merged)
         if rewritten:
             converted = _rewritten(converted, [], rewritten)
-        return Passage(self, converted, journal, earlier - {settled}, settled)
+        passage = Passage(self, converted, journal, earlier - {settled}, settled)
+        passage.log_tools = len(rewritten)
+        return passage
 
     def __len__(self) -> int:
         return self._calls
@@ -291,10 +298,12 @@ class CallMemory:
         return None
 
     def _add_pending_tools(self, fresh: list[_Remembered], rewritten: list[RequestRecord], replaced: list[str],
-                           journal: _Journal, settled: threading.Event) -> None:
-        """Tool definitions that came in log records before their request's span, added to its record."""
+                           journal: _Journal, settled: threading.Event) -> int:
+        """Tool definitions that came in log records before their request's span, added to its record;
+        how many records got them."""
         if not self._pending_tools:
-            return
+            return 0
+        joined = 0
         for entry in fresh:
             identity = entry.identity
             tools = None
@@ -310,6 +319,8 @@ class CallMemory:
             self._replace(entry, merged, entry.source.size, journal, settled)
             rewritten.append(merged)
             replaced.append(identity.request_id)
+            joined += 1
+        return joined
 
     def _undo(self, journal: _Journal) -> None:
         with self._lock:

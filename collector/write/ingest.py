@@ -129,6 +129,8 @@ class Ingest:
                 raise
             if passage is not None:
                 passage.finish(accepted=True)
+                if passage.merged or passage.unmerged or passage.log_tools:
+                    self.metrics.calls_joined(passage.merged, passage.unmerged, passage.log_tools)
         except MalformedPayload as error:
             # The reason, never the payload: it may hold prompt content.
             what = "" if signal == KIND_TRACES else f"{signal} "

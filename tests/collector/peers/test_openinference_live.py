@@ -104,6 +104,10 @@ def test_one_call_exported_span_by_span_is_one_request_counted_once(store, tmp_p
         ran = run_app(protocol, endpoints["otlp_grpc"] if protocol == "grpc" else endpoints["otlp_http"], "simple")
         with urllib.request.urlopen(f"{endpoints['ui']}/api/traces/{ran['trace_id']}", timeout=30) as answer:
             served = json.load(answer)["requests"]
+        with urllib.request.urlopen(f"{endpoints['ui']}/metrics", timeout=30) as answer:
+            metrics = answer.read().decode()
+    assert "promptprism_collector_calls_merged_across_exports_total 1.0" in metrics
+    assert "promptprism_collector_calls_stored_apart_total 0.0" in metrics
     calls = expected_calls(ran["provider_requests"])
     spans = store.query(f"SELECT SpanId, ScopeName FROM {store.database}.otel_traces WHERE TraceId = {{trace:String}}",
                         {"trace": ran["trace_id"]})
