@@ -364,5 +364,7 @@ def _rewritten(converted: ConvertedExport, replaced: list[str], merged: list[Req
     rebuilt.tables = {name: table for name, table in rebuilt.tables.items() if name not in _SPAN_TABLES}
     result = merge_tables([TableSet(kept, tables.content_keys, tables.spans, requests), rebuilt])
     converted.tables = result
+    if getattr(converted, "serialized", None):  # a worker's IPC bytes of the tables, if kept: not these any more
+        converted.serialized = {}
     converted.requests = max(0, converted.requests - len(set(replaced)))
     return converted
