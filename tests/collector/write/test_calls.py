@@ -97,3 +97,25 @@ def test_tool_definitions_of_a_log_record_join_their_request_whichever_comes_fir
     assert waiting.tables.tables["requests"].num_rows == 0
     arrived = memory.merge(convert_traces(traces, ENCODING_PROTOBUF), traces, ENCODING_PROTOBUF).converted
     assert _tools_count(arrived) == [(call.request_id, tools)]
+
+
+def test_an_export_that_replaces_anothers_rows_waits_until_those_are_durable():
+    """Two exports can race to the sink: the one folding its span into the other's record is held until the
+    first is settled, so that its rows are inserted after the rows they replace."""
+    import threading
+
+    payloads = _exports()
+    memory = CallMemory()
+    first = memory.merge(convert_traces(payloads[0], ENCODING_PROTOBUF), payloads[0], ENCODING_PROTOBUF)
+    later = memory.merge(convert_traces(payloads[1], ENCODING_PROTOBUF), payloads[1], ENCODING_PROTOBUF)
+    assert later.merged == 1
+    waited = threading.Event()
+    waiter = threading.Thread(target=lambda: (later.wait(), waited.set()))
+    waiter.start()
+    held = not waited.wait(0.5)  # a wait that does not hold returns at once; a slow machine only hides that
+    first.finish(accepted=True)
+    waiter.join(60)
+    assert held and waited.is_set()
+    # An export folding into nothing waits for nothing.
+    alone = CallMemory().merge(convert_traces(payloads[0], ENCODING_PROTOBUF), payloads[0], ENCODING_PROTOBUF)
+    alone.wait(timeout=0)
