@@ -20,6 +20,7 @@ from setuptools.command.build_ext import build_ext
 
 TOP_LEVEL = ("wire", "instrumentation", "exporter", "collector")
 WALKER = "promptprism.collector.otlp._walk"
+BLOCKS = "promptprism.collector.write._blocks"  # reassembly's per-block checks
 
 packages = []
 package_dir = {}
@@ -57,9 +58,10 @@ def extensions():
         return []
     from setuptools import Extension
 
-    walker = Extension(WALKER, ["collector/otlp/_walk.pyx"], extra_compile_args=["-O2"])
+    compiled = [Extension(WALKER, ["collector/otlp/_walk.pyx"], extra_compile_args=["-O2"]),
+                Extension(BLOCKS, ["collector/write/_blocks.pyx"], extra_compile_args=["-O2"])]
     try:
-        return cythonize([walker], compiler_directives={"language_level": "3"}, quiet=True)
+        return cythonize(compiled, compiler_directives={"language_level": "3"}, quiet=True)
     except Exception as error:  # noqa: BLE001 - a Cython error must not break the install
         print(f"promptprism: cannot cythonize the OTLP walker ({error}); using the pure-Python path", file=sys.stderr)
         return []

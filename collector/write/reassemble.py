@@ -29,6 +29,11 @@ from ..otlp.model import DecodedSpan, SpanEvent
 from ..record import Block, RequestRecord, ToolDefinition
 from .duplicates import merge_duplicates
 
+try:  # reassembly's per-block checks, compiled (setup.py builds it beside the OTLP walk)
+    from ._blocks import validate_blocks as _compiled_validate_blocks
+except ImportError:  # pure Python: the same answers, slower (README, "Ingest throughput")
+    _compiled_validate_blocks = None
+
 SHA256_HEX_LENGTH = 64
 # `text.strip(_HEX_DIGITS)` is empty exactly when every character is a
 # lowercase hex digit: one C call instead of a set test per character.
@@ -96,7 +101,20 @@ def build_record(span: DecodedSpan) -> RequestRecord | None:
 
 
 def validate_blocks(attributes: dict, events: list[SpanEvent], dropped_events: int) -> tuple[list[Block], str]:
-    """The block map, or ``([], reason)`` at the first check it fails."""
+    """The block map, or ``([], reason)`` at the first check it fails.
+
+    The compiled pass (``_blocks.pyx``) when it is built and takes the values
+    (it hands anything unusual back); ``validate_blocks_python`` is the definition."""
+    if _compiled_validate_blocks is not None and type(attributes) is dict and type(events) is list:
+        result = _compiled_validate_blocks(attributes, events, dropped_events)
+        if result is not None:
+            return result
+    return validate_blocks_python(attributes, events, dropped_events)
+
+
+def validate_blocks_python(attributes: dict, events: list[SpanEvent],
+                           dropped_events: int) -> tuple[list[Block], str]:
+    """The block map, or ``([], reason)`` at the first check it fails (the pure-Python definition)."""
     prompt_bytes = attributes.get(names.PROMPT_BYTES)
     declared = attributes.get(names.PROMPT_BLOCK_COUNT)
     if type(prompt_bytes) is not int or prompt_bytes < 0 or type(declared) is not int or declared < 0:

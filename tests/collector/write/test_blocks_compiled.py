@@ -1,0 +1,147 @@
+"""Reassembly's compiled block checks (write/_blocks.pyx) against the pure-Python definition.
+
+Property-tested on generated block maps: valid ones, and ones broken in every
+way ``validate_blocks_python`` tells apart (a missing or mistyped key, out of
+order or repeated indexes, ranges that overlap, leave gaps or run past the
+prompt, empty blocks, content that does not match its hash or splits a
+character, redacted content, upper-case digests, 64-bit overflow, dropped
+events). Whenever the compiled pass answers (it hands unusual values back
+with None) its answer must equal the definition's, ``repr`` for ``repr``.
+Without the extension the comparisons skip (under CI=true a missing build
+fails).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from promptprism.collector.otlp.model import SpanEvent
+from promptprism.collector.write import reassemble
+from promptprism.wire import names
+from support import IN_CI
+
+COMPILED = reassemble._compiled_validate_blocks
+needs_the_extension = pytest.mark.skipif(
+    COMPILED is None, reason="the compiled block checks are not built here (make .venv/.installed builds them)")
+
+
+@pytest.mark.skipif(COMPILED is not None or not IN_CI, reason="built, or not under CI")
+def test_under_ci_the_compiled_block_checks_are_built():
+    assert COMPILED is not None, "setup.py did not build promptprism.collector.write._blocks"
+
+
+TEXTS = st.text(alphabet=st.sampled_from("ab é€😀\ufffd\n"), min_size=0, max_size=6)
+# A value put where a block field belongs: the right kind, or any other.
+ODD_VALUES = st.sampled_from([None, True, False, 1.5, "7", b"7", -1, 0, 2**63, -2**63 - 1, 2**64, [1], {"a": 1}])
+KEYS = (names.BLOCK_INDEX, names.BLOCK_START, names.BLOCK_END, names.BLOCK_SIZE, names.BLOCK_NAME,
+        names.BLOCK_LAYER, names.BLOCK_SOURCE, names.BLOCK_SHA256, names.BLOCK_CONTENT, names.BLOCK_STABILITY,
+        names.BLOCK_REDACTED)
+
+
+@st.composite
+def block_maps(draw):
+    texts = draw(st.lists(TEXTS, max_size=6))
+    with_content = draw(st.booleans())
+    events, position, whole = [], 0, hashlib.sha256()
+    for index, text in enumerate(texts):
+        data = text.encode("utf-8")
+        whole.update(data)
+        attributes = {
+            names.BLOCK_INDEX: index, names.BLOCK_NAME: f"b{index}", names.BLOCK_LAYER: "memory",
+            names.BLOCK_STABILITY: draw(st.sampled_from(["static", "session", "turn", "other", 3])),
+            names.BLOCK_SOURCE: "template:t", names.BLOCK_START: position, names.BLOCK_END: position + len(data),
+            names.BLOCK_SIZE: len(data), names.BLOCK_SHA256: hashlib.sha256(data).hexdigest(),
+        }
+        if with_content:
+            attributes[names.BLOCK_CONTENT] = text
+        if draw(st.integers(0, 4)) == 0:
+            attributes[names.BLOCK_REDACTED] = draw(st.sampled_from([True, False, "true", 1]))
+        position += len(data)
+        events.append(SpanEvent(0, names.EVENT_PROMPT_BLOCK, attributes))
+    attributes = {names.PROMPT_BYTES: position, names.PROMPT_BLOCK_COUNT: len(events),
+                  names.PROMPT_SHA256: whole.hexdigest()}
+    dropped = 0
+    # Break it, or not, in one to three ways.
+    for _ in range(draw(st.integers(0, 3))):
+        how = draw(st.integers(0, 12))
+        if how == 0 and events:  # a key missing or of another kind
+            event = draw(st.sampled_from(events))
+            key = draw(st.sampled_from(KEYS))
+            if draw(st.booleans()):
+                event.attributes.pop(key, None)
+            else:
+                event.attributes[key] = draw(ODD_VALUES)
+        elif how == 1 and events:  # a range moved by a little
+            event = draw(st.sampled_from(events))
+            key = draw(st.sampled_from([names.BLOCK_START, names.BLOCK_END, names.BLOCK_SIZE, names.BLOCK_INDEX]))
+            value = event.attributes.get(key)
+            if type(value) is int:
+                event.attributes[key] = value + draw(st.sampled_from([-1, 1, 2**62]))
+        elif how == 2:
+            events = draw(st.permutations(events))
+        elif how == 3 and events:  # a repeated event
+            events = events + [draw(st.sampled_from(events))]
+        elif how == 4 and events:  # content that is not the text hashed
+            event = draw(st.sampled_from(events))
+            event.attributes[names.BLOCK_CONTENT] = draw(st.sampled_from(["x", "\ufffdab", "ab\ufffd", "\ud800", ""]))
+        elif how == 5 and events:  # an upper-case digest (accepted), or a short one
+            event = draw(st.sampled_from(events))
+            digest = event.attributes.get(names.BLOCK_SHA256)
+            if isinstance(digest, str):
+                event.attributes[names.BLOCK_SHA256] = draw(st.sampled_from([digest.upper(), digest[:-1], digest + "0",
+                                                                            digest[:-1] + "g", digest[:-1] + "K"]))
+        elif how == 6:
+            attributes[names.PROMPT_BYTES] = draw(ODD_VALUES | st.integers(-2, position + 2))
+        elif how == 7:
+            attributes[names.PROMPT_BLOCK_COUNT] = draw(ODD_VALUES | st.integers(-1, len(events) + 1))
+        elif how == 8:
+            attributes[names.PROMPT_SHA256] = draw(st.sampled_from(["", "00" * 32, whole.hexdigest().upper(), 5]))
+        elif how == 9:
+            dropped = draw(st.sampled_from([1, 2**64, -1]))
+        elif how == 10 and events:  # an empty block inserted
+            event = draw(st.sampled_from(events))
+            start = event.attributes.get(names.BLOCK_START)
+            event.attributes[names.BLOCK_END] = start
+            event.attributes[names.BLOCK_SIZE] = 0
+        elif how == 11 and events:  # an index of 2**63 or more
+            event = draw(st.sampled_from(events))
+            event.attributes[names.BLOCK_INDEX] = draw(st.sampled_from([2**63, 2**70, -2**63]))
+        elif how == 12:
+            attributes[names.PROMPT_BYTES] = 2**64 + position
+    return attributes, events, dropped
+
+
+SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+@needs_the_extension
+@SETTINGS
+@given(block_maps())
+def test_the_compiled_checks_answer_as_the_definition(case):
+    attributes, events, dropped = case
+    expected = reassemble.validate_blocks_python(attributes, events, dropped)
+    answer = COMPILED(attributes, events, dropped)
+    if answer is not None:  # None: handed back, the definition answers
+        assert repr(answer) == repr(expected)
+    assert repr(reassemble.validate_blocks(attributes, events, dropped)) == repr(expected)
+
+
+@needs_the_extension
+def test_a_valid_map_is_answered_by_the_compiled_pass():
+    """The usual shape is not handed back: a map that checks out, and one that does not."""
+    text = "Émile aime le thé."
+    data = text.encode("utf-8")
+    event = SpanEvent(0, names.EVENT_PROMPT_BLOCK, {
+        names.BLOCK_INDEX: 0, names.BLOCK_NAME: "b", names.BLOCK_LAYER: "memory", names.BLOCK_STABILITY: "turn",
+        names.BLOCK_SOURCE: "s", names.BLOCK_START: 0, names.BLOCK_END: len(data), names.BLOCK_SIZE: len(data),
+        names.BLOCK_SHA256: hashlib.sha256(data).hexdigest(), names.BLOCK_CONTENT: text})
+    attributes = {names.PROMPT_BYTES: len(data), names.PROMPT_BLOCK_COUNT: 1,
+                  names.PROMPT_SHA256: hashlib.sha256(data).hexdigest()}
+    blocks, reason = COMPILED(attributes, [event], 0)
+    assert reason == "" and [(b.index, b.content, b.size) for b in blocks] == [(0, text, len(data))]
+    attributes[names.PROMPT_SHA256] = "0" * 64
+    assert COMPILED(attributes, [event], 0) == ([], names.UNMAPPED_HASH_MISMATCH)
