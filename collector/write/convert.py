@@ -12,12 +12,16 @@ cannot see it); the sink drops the rows it already holds
 
 The result crosses the process boundary as Arrow IPC bytes per table
 (``to_wire`` / ``from_wire``): one contiguous copy each, no per-row pickling.
+The worker also takes each one's CRC-32, and the collector keeps those bytes
+(``ConvertedExport.serialized``): an export spooled under load is written
+with them as they are, not serialized again in the collector's process.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..otlp import logs as otlp_logs
 from ..otlp import metrics as otlp_metrics
@@ -29,6 +33,7 @@ from .genai_events import split_logs
 from .metric_rows import metric_tables
 from .reassemble import reassemble
 from .rows import TableSet, build_tables
+from .spool import checksum
 
 ENCODING_PROTOBUF = "protobuf"
 ENCODING_JSON = "json"
@@ -69,6 +74,8 @@ class ConvertedExport:
     # A logs export's tool definitions, each on a stub record (trace, span and response id; calls.CallMemory
     # joins them to their request).
     tool_owners: list[RequestRecord] = field(default_factory=list)
+    # Tables that crossed from a worker: name → (table, its IPC bytes, their CRC-32), for the spool.
+    serialized: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -124,18 +131,22 @@ def convert(kind: str, payload: bytes, encoding: str) -> ConvertedExport:
 # --- across the process boundary ---------------------------------------------
 
 def to_wire(converted: ConvertedExport) -> tuple:
-    """A picklable form whose tables are Arrow IPC streams (cheap to pickle: plain bytes)."""
+    """A picklable form whose tables are Arrow IPC streams (cheap to pickle: plain bytes), with their CRC-32s."""
     tables = converted.tables
     blobs = {name: table_to_bytes(table) for name, table in tables.tables.items()}
-    wire_tables = (blobs, tables.content_keys, tables.spans, tables.requests)
-    fields = {name: getattr(converted, name) for name in _WIRE_FIELDS}
-    return wire_tables, fields
+    checksums = {name: checksum(blob) for name, blob in blobs.items()}
+    wire_tables = (blobs, checksums, tables.content_keys, tables.spans, tables.requests)
+    return wire_tables, {name: getattr(converted, name) for name in _WIRE_FIELDS}
 
 
-_WIRE_FIELDS = tuple(name for name in ConvertedExport.__slots__ if name not in ("tables", "records"))
+# What crosses as plain values: not the tables (bytes instead), not the records (see ``records``),
+# not the tables' bytes again.
+_WIRE_FIELDS = tuple(name for name in ConvertedExport.__slots__ if name not in ("tables", "records", "serialized"))
 
 
 def from_wire(wire: tuple) -> ConvertedExport:
-    (blobs, content_keys, spans, requests), fields = wire
+    (blobs, checksums, content_keys, spans, requests), fields = wire
     tables = {name: table_from_bytes(blob) for name, blob in blobs.items()}
-    return ConvertedExport(TableSet(tables, content_keys, spans, requests), **fields)
+    converted = ConvertedExport(TableSet(tables, content_keys, spans, requests), **fields)
+    converted.serialized = {name: (tables[name], blob, checksums[name]) for name, blob in blobs.items()}
+    return converted

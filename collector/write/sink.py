@@ -229,7 +229,9 @@ class Sink:
         with self._state_lock:
             tables = batch.tables.without_contents(self._recent_contents)
         try:
-            self.spool.write(SpooledGroup(group_token([token]), [token], tables))
+            # The tables' IPC bytes from a worker, when they came from one, are written as they are.
+            self.spool.write(SpooledGroup(group_token([token]), [token], tables,
+                                          getattr(batch, "serialized", None) or {}))
         except SpoolFull as error:
             self._count("backpressure")
             raise Backpressure(f"the ingest backlog is full: {error}") from None

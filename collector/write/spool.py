@@ -20,10 +20,18 @@ under the same token, so ClickHouse drops whatever the interrupted insert
 already wrote, and nothing is stored twice however the files were grouped.
 
 Layout of a file: ``MAGIC``, a 4-byte big-endian header length, the header
-(JSON: tokens, counts, table names and lengths, body sha256), then each
-table as an Arrow IPC stream. Arrow keeps column names, so a spool written
-by an older collector loads into a newer schema (missing columns take their
-DEFAULTs).
+(JSON: tokens, counts, table names and lengths, each table's CRC-32), then
+each table as an Arrow IPC stream. Arrow keeps column names, so a spool
+written by an older collector loads into a newer schema (missing columns
+take their DEFAULTs); files of collectors before the CRCs carry one sha256
+of the body instead, and still load.
+
+A table that crossed from a worker process already is an IPC stream with
+its CRC (``convert.to_wire``): those bytes are written as they are
+(``SpooledGroup.serialized``) instead of serializing the table again in the
+collector's process, and a file is written piece by piece, never copied
+into one buffer; it is read back without copying its tables out of the
+file's bytes.
 """
 
 from __future__ import annotations
@@ -34,8 +42,10 @@ import os
 import struct
 import threading
 import time
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import pyarrow as pa
 
@@ -58,11 +68,23 @@ class SpoolCorrupt(Exception):
     """A spool file that cannot be read back as written."""
 
 
+# A table already serialized (by a worker): the table, its Arrow IPC stream bytes, their CRC-32.
+Serialized = tuple[pa.Table, bytes, int]
+
+
 @dataclass
 class SpooledGroup:
     token: str  # the group's insert_deduplication_token, reused on replay
     batch_tokens: list[str]
     tables: TableSet
+    # By table name: bytes made for that very table object elsewhere (a worker); used only while
+    # ``tables`` still holds that object (a table filtered since is serialized again).
+    serialized: Mapping[str, Serialized] = field(default_factory=dict)
+
+
+def checksum(blob) -> int:
+    """A table's checksum in a spool file: CRC-32, which catches what a disk does to a file (not an adversary)."""
+    return zlib.crc32(blob)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -73,24 +95,37 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-def encode(group: SpooledGroup) -> bytes:
-    blobs: list[tuple[str, bytes]] = []
+def encode_parts(group: SpooledGroup) -> list[bytes]:
+    """The file's bytes as pieces (header, then one Arrow IPC stream per table), to write in turn."""
+    names, blobs, checksums = [], [], []
     for name, table in group.tables.tables.items():
-        blobs.append((name, table_to_bytes(table)))
-    body = b"".join(blob for _, blob in blobs)
+        known = group.serialized.get(name)
+        if known is not None and known[0] is table:
+            blob, crc = known[1], known[2]
+        else:
+            blob = table_to_bytes(table)
+            crc = checksum(blob)
+        names.append(name)
+        blobs.append(blob)
+        checksums.append(crc)
     header = json.dumps({
         "token": group.token,
         "batch_tokens": group.batch_tokens,
         "content_keys": [list(key) for key in group.tables.content_keys],
         "spans": group.tables.spans,
         "requests": group.tables.requests,
-        "tables": [[name, len(blob)] for name, blob in blobs],
-        "sha256": hashlib.sha256(body).hexdigest(),
+        "tables": [[name, len(blob)] for name, blob in zip(names, blobs)],
+        "crc32": checksums,
     }).encode("utf-8")
-    return MAGIC + struct.pack(">I", len(header)) + header + body
+    return [MAGIC + struct.pack(">I", len(header)) + header, *blobs]
+
+
+def encode(group: SpooledGroup) -> bytes:
+    return b"".join(encode_parts(group))
 
 
 def decode(data: bytes) -> SpooledGroup:
+    """A spool file's group; its tables point into ``data`` (no copy). Raises SpoolCorrupt."""
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
         raise SpoolCorrupt("not a promptprism spool file")
     (header_length,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
@@ -103,18 +138,29 @@ def decode(data: bytes) -> SpooledGroup:
         raise SpoolCorrupt(f"bad header: {error}") from None
     if not isinstance(header, dict):
         raise SpoolCorrupt("bad header: not an object")
-    body = data[start + header_length:]
-    if hashlib.sha256(body).hexdigest() != header.get("sha256"):
-        raise SpoolCorrupt("body checksum mismatch")
+    body = memoryview(data)[start + header_length:]
+    checksums = header.get("crc32")
+    if checksums is None:  # written before per-table CRCs: one sha256 of the body
+        if hashlib.sha256(body).hexdigest() != header.get("sha256"):
+            raise SpoolCorrupt("body checksum mismatch")
     # A header can be valid JSON with the right checksum and still be wrong in
     # shape; any such fault is this file's alone and must not stop the replay
     # of the files after it, so it is reported as corrupt (moved aside).
     try:
-        tables: dict[str, pa.Table] = {}
-        offset = 0
+        extents, offset = [], 0
         for name, length in header["tables"]:
-            tables[name] = table_from_bytes(body[offset:offset + length])
-            offset += length
+            extents.append((str(name), offset, int(length)))
+            offset += int(length)
+        if offset != len(body):
+            raise SpoolCorrupt("the tables do not fill the body")
+        if checksums is not None and (not isinstance(checksums, list) or len(checksums) != len(extents)):
+            raise SpoolCorrupt("bad header: one checksum per table")
+        tables: dict[str, pa.Table] = {}
+        for number, (name, offset, length) in enumerate(extents):
+            blob = body[offset:offset + length]
+            if checksums is not None and checksum(blob) != checksums[number]:
+                raise SpoolCorrupt(f"table {number} checksum mismatch")
+            tables[name] = table_from_bytes(blob)
         return SpooledGroup(
             token=header["token"],
             batch_tokens=list(header["batch_tokens"]),
@@ -159,16 +205,17 @@ class Spool:
 
     def write(self, group: SpooledGroup) -> Path:
         """Write durably, or raise SpoolFull. Returns once the file is on disk."""
-        data = encode(group)
+        parts = encode_parts(group)
+        size = sum(map(len, parts))
         with self._lock:
-            if len(self._sizes) + 1 > self.max_files or sum(self._sizes.values()) + len(data) > self.max_bytes:
+            if len(self._sizes) + 1 > self.max_files or sum(self._sizes.values()) + size > self.max_bytes:
                 raise SpoolFull(f"spool at {self.directory} is full")
             self._sequence += 1
             # Names sort in write order, across restarts too (wall clock first).
             name = f"{time.time_ns():020d}-{os.getpid()}-{self._sequence:08d}{SUFFIX}"
-            self._sizes[name] = len(data)  # reserve before the slow part
+            self._sizes[name] = size  # reserve before the slow part
         try:
-            return self._write_durably(name, data)
+            return self._write_durably(name, parts)
         except BaseException:
             with self._lock:
                 self._sizes.pop(name, None)
@@ -199,13 +246,14 @@ class Spool:
         data = json.dumps({"token": token, "files": [path.name for path in paths]}).encode("utf-8")
         return self._write_durably(name, data)
 
-    def _write_durably(self, name: str, data: bytes) -> Path:
-        """Write ``data`` as ``name`` all or nothing: a temporary file, fsynced, renamed, the directory fsynced."""
+    def _write_durably(self, name: str, data: bytes | list[bytes]) -> Path:
+        """Write ``data`` (or its pieces in turn) as ``name`` all or nothing: a temporary file,
+        fsynced, renamed, the directory fsynced."""
         final = self.directory / name
         temporary = self.directory / f"{TEMPORARY_PREFIX}{name}"
         try:
             with open(temporary, "wb") as handle:
-                handle.write(data)
+                handle.writelines([data] if isinstance(data, bytes) else data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, final)

@@ -96,3 +96,46 @@ def _with_header(header_object) -> bytes:
 def test_wrongly_shaped_headers_are_corrupt_not_a_crash(header_object):
     with pytest.raises(SpoolCorrupt):
         decode(_with_header(header_object))
+
+
+def test_tables_serialized_by_a_worker_are_written_as_they_are_and_others_anew():
+    """``serialized`` bytes are used only for the very table object they were made from."""
+    from promptprism.collector.write._arrow_ipc import table_to_bytes
+    from promptprism.collector.write.spool import checksum
+
+    original, other = group(0), group(10)
+    requests, blocks = original.tables.tables["requests"], original.tables.tables["blocks"]
+    # For `requests`: the bytes of another group's requests, under this very table object: written as given.
+    stand_in = table_to_bytes(other.tables.tables["requests"])
+    # For `blocks`: bytes made for another object (as when the sink filtered a table since): not used.
+    stale = table_to_bytes(other.tables.tables["blocks"])
+    original.serialized = {"requests": (requests, stand_in, checksum(stand_in)),
+                           "blocks": (other.tables.tables["blocks"], stale, checksum(stale))}
+    copy = decode(encode(original))
+    assert copy.tables.tables["requests"].equals(other.tables.tables["requests"])
+    assert copy.tables.tables["blocks"].equals(blocks)
+
+
+def test_a_file_written_before_per_table_checksums_still_reads():
+    """Files of earlier collectors carry one sha256 of the body instead of a CRC per table."""
+    import hashlib
+    import json
+    import struct
+
+    from promptprism.collector.write._arrow_ipc import table_to_bytes
+
+    original = group()
+    blobs = [(name, table_to_bytes(table)) for name, table in original.tables.tables.items()]
+    body = b"".join(blob for _, blob in blobs)
+    header = json.dumps({
+        "token": original.token, "batch_tokens": original.batch_tokens,
+        "content_keys": [list(key) for key in original.tables.content_keys],
+        "spans": original.tables.spans, "requests": original.tables.requests,
+        "tables": [[name, len(blob)] for name, blob in blobs], "sha256": hashlib.sha256(body).hexdigest(),
+    }).encode()
+    data = MAGIC + struct.pack(">I", len(header)) + header + body
+    copy = decode(data)
+    for name, table in original.tables.tables.items():
+        assert copy.tables.tables[name].equals(table), name
+    with pytest.raises(SpoolCorrupt):
+        decode(data[:-1] + bytes([data[-1] ^ 1]))
