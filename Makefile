@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 .PHONY: run test browser bench clean
 
 # The compiled OTLP walker and block checks are built by the install: a changed .pyx rebuilds them.
-$(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx collector/write/_blocks.pyx
+$(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from promptprism.collector.otlp.attribute_text import otel_attribute_string
 from promptprism.collector.write._columns import (
@@ -39,3 +40,43 @@ def test_list_array_and_helpers():
     assert list_array([0, 2, 2, 3], items).type == pa.list_(pa.string())
     assert repeat(["x", "y", "z"], [2, 0, 1]) == ["x", "x", "z"]
     assert pluck([pa.array([1]), pa.array([1, 2])], "null_count") == [0, 0]
+
+
+# --- the compiled string columns (write/_strings.pyx) against the definition ---------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from promptprism.collector.write import _columns  # noqa: E402
+
+COMPILED_STRINGS = _columns._compiled_string_array
+ANY_VALUES = st.lists(st.one_of(
+    st.text(max_size=8), st.integers(-2**70, 2**70), st.sampled_from([0, -1, 2**63 - 1, -2**63, 2**63, -2**63 - 1]),
+    st.booleans(), st.none(), st.floats(), st.binary(max_size=4), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800")), max_size=30)
+
+
+def definition_or_error(values, stringify):
+    try:
+        return _columns.strings_python(values, stringify)
+    except Exception as error:  # noqa: BLE001 - the compiled path must fail alike (it hands these back)
+        return type(error)
+
+
+@pytest.mark.skipif(COMPILED_STRINGS is None, reason="the compiled string columns are not built here")
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(ANY_VALUES)
+def test_compiled_string_columns_equal_the_definition(values):
+    expected = definition_or_error(values, otel_attribute_string)
+    answer = COMPILED_STRINGS(values, otel_attribute_string)
+    if answer is not None:  # None: handed back (a lone surrogate, an int past 64 bits)
+        assert answer.type == pa.string() and answer.equals(expected)
+    if isinstance(expected, pa.Array):
+        assert strings(values, otel_attribute_string).equals(expected)
+
+
+@pytest.mark.skipif(COMPILED_STRINGS is None, reason="the compiled string columns are not built here")
+def test_compiled_string_columns_take_the_usual_values():
+    values = ["promptprism.block.index", 7, -2**63, 2**63 - 1, "Émile 😀", ""]
+    assert COMPILED_STRINGS(values, otel_attribute_string).to_pylist() == [
+        "promptprism.block.index", "7", str(-2**63), str(2**63 - 1), "Émile 😀", ""]
