@@ -56,6 +56,8 @@ MAGIC = b"PPSPOOL1\n"
 SUFFIX = ".spool"
 INTENT_SUFFIX = ".intent"
 TEMPORARY_PREFIX = ".tmp-"
+# Arrow's buffer alignment: a table is read in place only from an offset that is a multiple of it.
+ALIGNMENT = 8
 # A header is a few tokens and table names; anything bigger is a damaged file.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 
@@ -117,6 +119,10 @@ def encode_parts(group: SpooledGroup) -> list[bytes]:
         "tables": [[name, len(blob)] for name, blob in zip(names, blobs)],
         "crc32": checksums,
     }).encode("utf-8")
+    # Padded with spaces (JSON allows them) so that the tables start 8-byte aligned in the file,
+    # as Arrow wants its buffers: read back, they are used where they lie (IPC streams are
+    # multiples of 8 bytes long).
+    header += b" " * (-(len(MAGIC) + 4 + len(header)) % ALIGNMENT)
     return [MAGIC + struct.pack(">I", len(header)) + header, *blobs]
 
 
@@ -125,7 +131,8 @@ def encode(group: SpooledGroup) -> bytes:
 
 
 def decode(data: bytes) -> SpooledGroup:
-    """A spool file's group; its tables point into ``data`` (no copy). Raises SpoolCorrupt."""
+    """A spool file's group; its tables point into ``data`` (no copy: a ``bytes`` object's data is
+    16-byte aligned, and the tables lie 8-byte aligned within it). Raises SpoolCorrupt."""
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
         raise SpoolCorrupt("not a promptprism spool file")
     (header_length,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
@@ -160,6 +167,8 @@ def decode(data: bytes) -> SpooledGroup:
             blob = body[offset:offset + length]
             if checksums is not None and checksum(blob) != checksums[number]:
                 raise SpoolCorrupt(f"table {number} checksum mismatch")
+            if (start + header_length + offset) % ALIGNMENT:  # a file of an earlier collector: copied, aligned
+                blob = bytes(blob)
             tables[name] = table_from_bytes(blob)
         return SpooledGroup(
             token=header["token"],

@@ -134,3 +134,20 @@ def test_bad_setting_is_refused():
     with pytest.raises(ConfigurationError, match="PROMPTPRISM_INGEST_WORKERS"):
         CollectorConfig.load({"ingest_workers": "-1"}, environ={})
     assert CollectorConfig.load({}, environ={"PROMPTPRISM_INGEST_WORKERS": "0"}).ingest_workers == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="POSIX shared memory is listed in /dev/shm on Linux")
+def test_the_shared_memory_an_export_crossed_in_is_reused_then_unlinked_when_the_pool_closes():
+    pool = ConversionPool(1)
+    payload = prompt_export()
+    try:
+        first = pool.convert(KIND_TRACES, payload, "protobuf")
+        second = pool.convert(KIND_TRACES, payload, "protobuf")
+        _assert_same(first, convert(KIND_TRACES, payload, "protobuf"))
+        _assert_same(second, first)
+        names = [slot.name for slot in pool._slots._all]
+        assert len(names) == 1  # one export in flight at a time: one slot, reused
+        assert all(os.path.exists(f"/dev/shm/{name}") for name in names)
+    finally:
+        pool.close()
+    assert not any(os.path.exists(f"/dev/shm/{name}") for name in names)
