@@ -23,10 +23,12 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from ..otlp import logs as otlp_logs
 from ..otlp import metrics as otlp_metrics
 from ..otlp.traces import decode_json, decode_protobuf
-from ._arrow_ipc import table_from_bytes, table_to_bytes
+from ._arrow_ipc import table_from_bytes, table_into, table_to_bytes
 from ..record import RequestRecord
 from .duplicates import CallIdentity, call_identity
 from .genai_events import split_logs
@@ -150,3 +152,28 @@ def from_wire(wire: tuple) -> ConvertedExport:
     converted = ConvertedExport(TableSet(tables, content_keys, spans, requests), **fields)
     converted.serialized = {name: (tables[name], blob, checksums[name]) for name, blob in blobs.items()}
     return converted
+
+
+def to_slot(converted: ConvertedExport, buffer: memoryview) -> tuple | None:
+    """``to_wire``, the tables' IPC streams written straight into ``buffer`` (a worker's
+    shared-memory slot) instead of into bytes of their own: ``(name, offset, length)`` each
+    in place of the bytes. None when they do not fit (nothing else changed)."""
+    tables = converted.tables
+    extents, checksums, offset = [], {}, 0
+    try:
+        for name, table in tables.tables.items():
+            length = table_into(table, buffer[offset:])
+            extents.append((name, offset, length))
+            checksums[name] = checksum(buffer[offset:offset + length])
+            offset += length
+    except (pa.ArrowException, OSError, ValueError):  # past the end of the buffer
+        return None
+    wire_tables = (extents, checksums, tables.content_keys, tables.spans, tables.requests)
+    return wire_tables, {name: getattr(converted, name) for name in _WIRE_FIELDS}
+
+
+def from_slot(wire: tuple, buffer: memoryview) -> tuple:
+    """``to_slot``'s form → ``to_wire``'s, each table's bytes copied out of ``buffer`` (which is reused)."""
+    (extents, *rest), fields = wire
+    blobs = {name: bytes(buffer[offset:offset + length]) for name, offset, length in extents}
+    return (blobs, *rest), fields

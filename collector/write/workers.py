@@ -46,7 +46,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from .._logsafe import RateLimitedLog, describe_exception
 from ..otlp import MalformedPayload
-from .convert import UNCONVERTIBLE, ConvertedExport, convert, from_wire, to_wire
+from .convert import UNCONVERTIBLE, ConvertedExport, convert, from_slot, from_wire, to_slot, to_wire
 from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
@@ -108,37 +108,41 @@ def _ready() -> bool:
 def _convert_in_worker(kind: str, payload: bytes, encoding: str) -> tuple:
     """Runs in a worker. Never raises: an exception's text may quote the
     payload and the pool would pickle it with its traceback."""
+    converted, failure = _converted(kind, payload, encoding)
+    return failure or (_OK, to_wire(converted))
+
+
+def _converted(kind: str, payload: bytes, encoding: str) -> tuple:
+    """``(ConvertedExport, None)``, or ``(None, failure outcome)``."""
     try:
-        return _OK, to_wire(convert(kind, payload, encoding))
+        return convert(kind, payload, encoding), None
     except MalformedPayload as error:
-        return _MALFORMED, str(error)
+        return None, (_MALFORMED, str(error))
     except Exception as error:  # a bug or a value the columns cannot hold: this export only
-        return _FAILED, describe_exception(error)
+        return None, (_FAILED, describe_exception(error))
 
 
 def _convert_in_slot(kind: str, slot_name: str, size: int, encoding: str) -> tuple:
     """Runs in a worker: the payload is the first ``size`` bytes of the shared-memory slot;
-    the tables' bytes go back into the slot when they fit. Never raises (as ``_convert_in_worker``)."""
+    the tables are written into the slot as Arrow IPC streams when they fit, else they go
+    back through the pipe. Never raises (as ``_convert_in_worker``)."""
     try:
         slot = _attach(slot_name)
     except OSError as error:  # the slot is gone (the pool closing): retryable, like a lost worker
         return _NO_SLOT, describe_exception(error)
     try:
-        payload = bytes(slot.buf[:size])
-        outcome = _convert_in_worker(kind, payload, encoding)
-        if outcome[0] != _OK:
-            return outcome
-        (blobs, *rest), fields = outcome[1]
-        if sum(map(len, blobs.values())) > slot.size:
-            return outcome  # larger than the slot: through the pipe
-        extents, offset = [], 0
-        for name, blob in blobs.items():
-            slot.buf[offset:offset + len(blob)] = blob
-            extents.append((name, offset, len(blob)))
-            offset += len(blob)
-        return _OK_IN_SLOT, ((extents, *rest), fields)
+        converted, failure = _converted(kind, bytes(slot.buf[:size]), encoding)
+        if failure:
+            return failure
+        wire = to_slot(converted, slot.buf)
+        if wire is None:
+            return _OK, to_wire(converted)  # larger than the slot: through the pipe
+        return _OK_IN_SLOT, wire
     finally:
-        slot.close()
+        try:
+            slot.close()
+        except BufferError:  # a view of it still referenced (a traceback): unmapped when collected
+            pass
 
 
 def _attach(name: str) -> shared_memory.SharedMemory:
@@ -263,9 +267,7 @@ class ConversionPool:
                 self._slots.give_back_later(stuck, future)
                 raise Backpressure("the export was not converted in time", WORKER_RETRY_AFTER_SECONDS) from None
             if outcome[0] == _OK_IN_SLOT:
-                (extents, *rest), fields = outcome[1]
-                blobs = {name: bytes(slot.buf[offset:offset + length]) for name, offset, length in extents}
-                outcome = _OK, ((blobs, *rest), fields)
+                outcome = _OK, from_slot(outcome[1], slot.buf)
         finally:
             if slot is not None:
                 self._slots.give_back(slot)
