@@ -144,13 +144,16 @@ def decode_request(request: ExportTraceServiceRequest, problems: list[str] = ())
     return result
 
 
-def decode_protobuf(payload: bytes) -> DecodeResult:
+def decode_protobuf(payload: bytes | memoryview) -> DecodeResult:
     """The compiled walk when it is built and the payload is the usual shape; else upb + ``decode_request``
-    (which also decides everything the walk leaves to it: rejections, merges, unknown fields)."""
+    (which also decides everything the walk leaves to it: rejections, merges, unknown fields).
+    ``payload`` may be a view (a worker's shared-memory slot): no span keeps a reference to it."""
     if compiled_walk is not None:
         spans = compiled_walk(payload)
         if spans is not None:
             return DecodeResult(spans=spans)
+    if not isinstance(payload, bytes):
+        payload = bytes(payload)
     return decode_request(*parse_protobuf_items(payload, ExportTraceServiceRequest, "span"))
 
 

@@ -46,7 +46,17 @@ from concurrent.futures.process import BrokenProcessPool
 
 from .._logsafe import RateLimitedLog, describe_exception
 from ..otlp import MalformedPayload
-from .convert import UNCONVERTIBLE, ConvertedExport, convert, from_slot, from_wire, to_slot, to_wire
+from .convert import (
+    ENCODING_PROTOBUF,
+    KIND_TRACES,
+    UNCONVERTIBLE,
+    ConvertedExport,
+    convert,
+    from_slot,
+    from_wire,
+    to_slot,
+    to_wire,
+)
 from .sink import Backpressure
 
 logger = logging.getLogger(__name__)
@@ -131,7 +141,17 @@ def _convert_in_slot(kind: str, slot_name: str, size: int, encoding: str) -> tup
     except OSError as error:  # the slot is gone (the pool closing): retryable, like a lost worker
         return _NO_SLOT, describe_exception(error)
     try:
-        converted, failure = _converted(kind, bytes(slot.buf[:size]), encoding)
+        view = slot.buf[:size]
+        # A traces protobuf payload is decoded where it lies (decode_protobuf reads a view and keeps
+        # no reference to it); the other kinds get their own copy.
+        in_place = kind == KIND_TRACES and encoding == ENCODING_PROTOBUF
+        try:
+            converted, failure = _converted(kind, view if in_place else bytes(view), encoding)
+        finally:
+            try:
+                view.release()
+            except BufferError:  # still referenced (a traceback): released when collected
+                pass
         if failure:
             return failure
         wire = to_slot(converted, slot.buf)

@@ -208,3 +208,10 @@ def test_the_package_works_without_the_extension(tmp_path):
     converted = convert_traces(payload_path.read_bytes(), "protobuf")
     assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
     assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
+
+
+@SETTINGS
+@given(payloads())
+def test_a_payload_read_where_it_lies_decodes_as_its_bytes(payload):
+    """Workers decode a traces payload from a view of their shared-memory slot, not a copy."""
+    assert outcome(traces.decode_protobuf, memoryview(payload)) == outcome(traces.decode_protobuf, payload)
