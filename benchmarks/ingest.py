@@ -15,7 +15,10 @@ ratios, then the median ratio of collector ÷ noop over the rounds and its
 range (goal ≥ 0.35×), and checks that every export the collector
 acknowledged is in the store. ``--stages`` prints instead the
 single-threaded cost of each stage for one export (parse, decode,
-reassemble, rows, inserts).
+reassemble, rows, inserts). ``--cpu`` adds, after the rounds, the CPU time
+one export costs each process (this one — the servers and the sending
+client — and each ingest worker), for the parse-only servicer and for the
+collector: a figure the machine's load disturbs less than throughput.
 Run: ``nice python benchmarks/ingest.py [--rounds N] [--batches N] [--stages]``.
 ``--baseline PATH`` runs it here and in another checkout (with its own
 .venv) in alternation (``--rounds`` times) and prints new/old ratios.
@@ -227,6 +230,35 @@ def wait_stored(collector, expected: int, timeout: float = 300.0) -> int:
         time.sleep(0.05)
 
 
+def _process_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_export(targets: dict[str, str], collector, payloads: list[bytes], expected: int) -> int:
+    """Print the CPU milliseconds one export costs each process, parse-only servicer then collector."""
+    pool = collector.grpc.ingest.pool
+    workers = pool.worker_pids() if pool is not None else []
+    for label in ("noop", "collector"):
+        time.sleep(2.0)  # the store's background merges of earlier rounds settle first
+        here, there = time.process_time(), [_process_seconds(pid) for pid in workers]
+        drive(targets[label], payloads)
+        if label == "collector":
+            expected += SPANS_PER_BATCH * len(payloads)
+            wait_stored(collector, expected)
+        parts = {"this process": time.process_time() - here}
+        if label == "collector":
+            for number, (pid, before) in enumerate(zip(workers, there)):
+                parts[f"worker {number + 1}"] = _process_seconds(pid) - before
+        total = sum(parts.values())
+        print(f"cpu per export, {label}: {total * 1000 / len(payloads):.0f} ms ("
+              + ", ".join(f"{name} {seconds * 1000 / len(payloads):.0f}" for name, seconds in parts.items()) + ")",
+              flush=True)
+    return expected
+
+
 def summary(label: str, ratios: list[float]) -> str:
     return (f"ratio {label:<18} median {statistics.median(ratios):.2f}×  "
             f"(range {min(ratios):.2f}–{max(ratios):.2f}, {len(ratios)} rounds)")
@@ -240,6 +272,8 @@ def main() -> int:
     parser.add_argument("--default-gc", action="store_true", help="keep CPython's GC thresholds for the collector run")
     parser.add_argument("--ingest-workers", type=int, default=None, metavar="N",
                         help="conversion processes for the collector run (default: the collector's; 0 = in-process)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="after the rounds, the CPU time one export costs each process (noop, collector, workers)")
     parser.add_argument("--stages", action="store_true",
                         help="only time each stage on one export (its own chdb store: one per process)")
     parser.add_argument("--baseline", metavar="PATH",
@@ -302,6 +336,10 @@ def main() -> int:
                 ratios["decode/noop"].append(rates["decode"] / rates["noop"])
                 ratios["collector/decode"].append(rates["collector"] / rates["decode"])
                 print(f"  collector/noop {ratios['collector/noop'][-1]:.2f}×", flush=True)
+            if args.cpu:
+                extra = [build_batch(900_000 + number) for number in range(max(4, args.batches))]
+                expected = cpu_per_export(targets, collector, extra, expected)
+                stored = wait_stored(collector, expected)
     for server, _ in servers.values():
         server.stop(None)
     print(f"stored requests: {stored} (expected {expected})")
