@@ -27,6 +27,7 @@ Outcomes:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -176,7 +177,13 @@ class Ingest:
             self.metrics.spans_dated_outside_retention(past, future)
 
     def _convert(self, signal: str, payload: bytes, encoding: str) -> ConvertedExport:
-        """The export's tables; raises MalformedPayload, Backpressure or StoreError."""
+        """The export's tables; raises MalformedPayload, Backpressure or StoreError.
+        The sink knows while it is under way (spooled exports wait for it to share their insert)."""
+        converting = getattr(self.sink, "converting", None)
+        with converting() if converting is not None else contextlib.nullcontext():
+            return self._convert_now(signal, payload, encoding)
+
+    def _convert_now(self, signal: str, payload: bytes, encoding: str) -> ConvertedExport:
         if self.pool is not None:
             return self.pool.convert(signal, payload, encoding)
         try:

@@ -12,8 +12,10 @@ eight exports in one INSERT cost 41 ms instead of 8 × 32), so inserts are group
   receiver's thread writes its batch to the spool and returns (durable: the
   OTLP contract allows acknowledging there), and the replay thread inserts
   whatever the spool holds as one group, after waiting up to
-  ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill. Rows acknowledged this way
-  reach the store that much later.
+  ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill — only while other exports
+  are being converted (``converting``): with none under way nothing else is
+  coming, and it inserts at once. Rows acknowledged this way reach the store
+  that much later.
 
 The same replay thread moves batches spooled while the store was unreachable
 into it when it is back, and deletes each file only after its insert
@@ -30,6 +32,7 @@ writing it again, whatever group it would have landed in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -165,6 +168,7 @@ class Sink:
         self._replay_wake = threading.Event()
         self._recent_batches = _Recent(RECENT_BATCH_TOKENS)
         self._recent_contents = _Recent(RECENT_CONTENT_KEYS)
+        self._converting = 0  # exports being converted now (``converting``): the replay lingers only for them
         self._store_down_until = 0.0
         self._retry_delay = STORE_RETRY_INITIAL_SECONDS
         self._counters: dict[str, float] = dict.fromkeys((
@@ -218,6 +222,26 @@ class Sink:
         if ticket.error is not None:
             raise ticket.error
         self._count("batches_accepted")
+
+    @contextlib.contextmanager
+    def converting(self):
+        """Around an export's conversion: while one is under way, the replay waits (up to
+        ``SPOOL_GROUP_LINGER_SECONDS``) for it to share an insert; with none, nothing else is
+        coming and what the spool holds is inserted at once."""
+        with self._condition:
+            self._converting += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._converting -= 1
+                idle = not self._converting
+            if idle:
+                self._replay_wake.set()
+
+    def _others_coming(self) -> bool:
+        with self._condition:
+            return self._converting > 0
 
     def _spool_accept(self, ticket: _Ticket) -> None:
         """Under load: make one batch durable in the spool, in the caller's thread (Backpressure when full)."""
@@ -446,7 +470,7 @@ class Sink:
                 replayed += moved
             while not self._replay_stops(deadline):
                 if linger and (self.spool.oldest_age_seconds() < SPOOL_GROUP_LINGER_SECONDS
-                               and self.spool.depth_bytes < SPOOL_GROUP_FULL_BYTES):
+                               and self.spool.depth_bytes < SPOOL_GROUP_FULL_BYTES and self._others_coming()):
                     break
                 paths = self._next_group()
                 if not paths:
@@ -551,6 +575,8 @@ class Sink:
             if self.spool.depth_files:
                 now = time.monotonic()
                 wait = SPOOL_GROUP_LINGER_SECONDS - self.spool.oldest_age_seconds()
+                if not self._others_coming():
+                    wait = 0.0
                 if now < self._store_down_until:
                     wait = self._store_down_until - now
                 wait = max(0.01, min(REPLAY_POLL_SECONDS, wait))

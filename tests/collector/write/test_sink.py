@@ -116,6 +116,9 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
             errors.append(error)
 
     threads = [threading.Thread(target=send, args=(batch,)) for batch in batches]
+    # Another export is being converted meanwhile: the replay waits for it rather than inserting at once.
+    conversion = sink.converting()
+    conversion.__enter__()
     try:
         threads[0].start()
         assert gated.entered.wait(60), "the writer never inserted the first batch"
@@ -128,6 +131,7 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
         assert stats["batches_spooled_under_load"] == len(batches) - 1 and stats["spool_batches"] == len(batches) - 1
         assert gated.inserts == 0
     finally:
+        conversion.__exit__(None, None, None)
         gated.gate.set()
         for thread in threads:
             thread.join()
@@ -138,6 +142,30 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
     assert stats["groups_written"] == 2  # the first batch alone, then the eleven that waited, together
     assert gated.inserts == 5 * stats["groups_written"]  # one insert per table per group
     assert stats["spool_batches"] == 0 and not list((tmp_path / "spool").iterdir())  # files and intent removed
+
+
+def test_with_no_export_being_converted_the_spool_is_inserted_without_lingering(store, tmp_path, monkeypatch):
+    """Nothing else is coming: an export spooled under load reaches the store without waiting for companions."""
+    from promptprism.collector.write import sink as sink_module
+
+    monkeypatch.setattr(sink_module, "SPOOL_GROUP_LINGER_SECONDS", 600.0)  # longer than the test
+    gated = GatedStore(store)
+    sink = open_sink(gated, data_dir=str(tmp_path))
+    first, second = (make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(2))
+    writer = threading.Thread(target=sink.accept, args=(first,))
+    try:
+        writer.start()
+        assert gated.entered.wait(60), "the writer never inserted the first batch"
+        sink.accept(second)  # the writer is busy: spooled, acknowledged
+        assert sink.stats()["batches_spooled_under_load"] == 1
+        gated.gate.set()
+        writer.join(60)
+        wait_until(lambda: sink.stats()["batches_replayed"] == 1, timeout=60, message="the spool lingered")
+        assert counts(store)["otel_traces_raw"] == 4
+    finally:
+        gated.gate.set()
+        writer.join()
+        sink.close()
 
 
 def unreachable_store(port: int):
