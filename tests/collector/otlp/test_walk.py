@@ -181,7 +181,8 @@ def test_a_real_prompt_export_takes_the_compiled_walk_and_gives_the_same_tables(
 
 
 def test_the_package_works_without_the_extension(tmp_path):
-    """The extension hidden from import: the pure-Python path decodes the same spans."""
+    """The extensions hidden from import (the walk, the block checks, the string columns): the
+    pure-Python paths decode the same spans and lay out the same tables."""
     payload_path = tmp_path / "export.bin"
     payload_path.write_bytes(prompt_export())
     script = textwrap.dedent(f"""
@@ -190,24 +191,31 @@ def test_the_package_works_without_the_extension(tmp_path):
 
         class Hide(MetaPathFinder):
             def find_spec(self, name, path, target=None):
-                if name == "promptprism.collector.otlp._walk":
+                if name in ("promptprism.collector.otlp._walk", "promptprism.collector.write._blocks",
+                            "promptprism.collector.write._strings"):
                     raise ImportError("hidden")
                 return None
 
         sys.meta_path.insert(0, Hide())
         from promptprism.collector.otlp import traces
+        from promptprism.collector.write import _columns, reassemble
         from promptprism.collector.write.convert import convert_traces
         assert traces.compiled_walk is None
+        assert reassemble._compiled_validate_blocks is None and _columns._compiled_string_array is None
         converted = convert_traces(open({str(payload_path)!r}, "rb").read(), "protobuf")
         print(converted.received, converted.requests, converted.mapped_blocks)
         print(repr(traces.decode_protobuf(open({str(payload_path)!r}, "rb").read())))
+        print(converted.tables.tables["otel_traces"].to_pydict())
+        print(converted.tables.tables["blocks"].to_pydict())
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    counts, decoded = run.stdout.splitlines()[:2]
+    counts, decoded, spans_table, blocks_table = run.stdout.splitlines()[:4]
     converted = convert_traces(payload_path.read_bytes(), "protobuf")
     assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
     assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
+    assert spans_table == str(converted.tables.tables["otel_traces"].to_pydict())
+    assert blocks_table == str(converted.tables.tables["blocks"].to_pydict())
 
 
 @SETTINGS

@@ -48,12 +48,18 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from promptprism.collector.write import _columns  # noqa: E402
+from support import IN_CI  # noqa: E402
 
 COMPILED_STRINGS = _columns._compiled_string_array
 ANY_VALUES = st.lists(st.one_of(
     st.text(max_size=8), st.integers(-2**70, 2**70), st.sampled_from([0, -1, 2**63 - 1, -2**63, 2**63, -2**63 - 1]),
     st.booleans(), st.none(), st.floats(), st.binary(max_size=4), st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800")), max_size=30)
+
+
+@pytest.mark.skipif(COMPILED_STRINGS is not None or not IN_CI, reason="built, or not under CI")
+def test_under_ci_the_compiled_string_columns_are_built():
+    assert COMPILED_STRINGS is not None, "setup.py did not build promptprism.collector.write._strings"
 
 
 def definition_or_error(values, stringify):
