@@ -222,9 +222,6 @@ class Collector:
             for exposure in config.unauthenticated_exposure():  # allowed by --allow-unauthenticated
                 logger.warning("UNAUTHENTICATED: %s; anyone who can reach it can send data or read every prompt",
                                exposure)
-            if config.otlp_grpc_address[0] == "0.0.0.0":
-                logger.warning("OTLP/gRPC on 0.0.0.0 listens on IPv6 (::) too: grpcio binds every wildcard "
-                               "address dual-stack; give an interface's address to listen on IPv4 only")
             app = ui_app(self.store, metrics=self.metrics, token=config.ui_token, ready=self.ready)
             allowed = ui_allowed_hosts(config)
             if allowed is not None:

@@ -18,6 +18,8 @@ RESOURCE_EXHAUSTED past it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
 from concurrent import futures
 
@@ -83,6 +85,32 @@ SERVICES = {
 }
 
 
+@contextlib.contextmanager
+def ipv6_wildcard_held(port: int):
+    """The port to give grpcio for ``0.0.0.0`` so that it listens on IPv4 only.
+
+    grpcio binds any wildcard address as ``[::]`` dual-stack (IPv6 too) and
+    binds ``0.0.0.0`` alone only when ``[::]:port`` is taken. So while grpcio
+    binds, this holds ``[::]:port`` itself (an IPv6-only socket, bound, never
+    listening) and lets it go after: then nothing listens on IPv6 at that port
+    and IPv6 clients are refused. Port 0: the system picks a port free on
+    IPv6 and grpcio binds it on IPv4 (``tests/collector/test_exposure.py``).
+    """
+    try:
+        held = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:  # no IPv6 on this host: grpcio binds IPv4 alone anyway
+        yield port
+        return
+    with held:
+        try:
+            held.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            held.bind(("::", port))
+        except OSError:  # no IPv6 address, or [::]:port taken by another program: grpcio cannot take it either
+            yield port
+            return
+        yield held.getsockname()[1]
+
+
 class GrpcReceiver:
     def __init__(self, ingest: Ingest, *, host: str, port: int, token: str | None = None,
                  receive_limit_bytes: int, tls_cert_file: str | None = None, tls_key_file: str | None = None):
@@ -127,9 +155,12 @@ class GrpcReceiver:
                 response_serializer=response_type.SerializeToString)
             handlers.append(grpc.method_handlers_generic_handler(service, {METHOD_NAME: handler}))
         self._server.add_generic_rpc_handlers(tuple(handlers))
-        if credentials is not None:
-            return self._server.add_secure_port(target, credentials)
-        return self._server.add_insecure_port(target)
+        host, _, port = target.rpartition(":")
+        with ipv6_wildcard_held(int(port)) if host == "0.0.0.0" else contextlib.nullcontext(int(port)) as port:
+            target = f"{host}:{port}"
+            if credentials is not None:
+                return self._server.add_secure_port(target, credentials)
+            return self._server.add_insecure_port(target)
 
     def start(self) -> None:
         self._on_loop(self._server.start())

@@ -3,14 +3,18 @@ and the UI answers only Host names that are its own (DNS rebinding)."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 
+import grpc
 import httpx
 import pytest
 
 from promptprism.collector.app import host_name, ui_allowed_hosts
 from promptprism.collector.config import CollectorConfig
 from promptprism.wire.errors import ConfigurationError
+
+from support import free_port
 
 from .collector_harness import PROMPTPRISM, running_collector
 
@@ -85,3 +89,39 @@ def test_the_token_redirect_stays_on_this_server(store, tmp_path):
             assert answer.status_code == 303, path
             location = answer.headers["location"]
             assert location.startswith("/") and not location.startswith(("//", "/\\")), location
+
+
+def _ipv6_loopback_available() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def _listening_ports(table: str) -> set[int]:
+    """Ports in LISTEN state in /proc/net/tcp or tcp6 (state 0A)."""
+    with open(f"/proc/net/{table}") as handle:
+        rows = [line.split() for line in handle.readlines()[1:]]
+    return {int(row[1].rsplit(":", 1)[1], 16) for row in rows if row[3] == "0A"}
+
+
+@pytest.mark.skipif(not _ipv6_loopback_available(), reason="this host has no IPv6 loopback to connect to")
+@pytest.mark.parametrize("port", ["0", "free"])
+def test_grpc_given_0000_listens_on_ipv4_only(store, tmp_path, port):
+    """grpcio alone binds 0.0.0.0 as [::] dual-stack; the receiver binds exactly what was asked."""
+    wanted = free_port() if port == "free" else 0
+    with running_collector(store, tmp_path, otlp_grpc_address=f"0.0.0.0:{wanted}", ingest_token="t") as collector:
+        bound = collector.grpc.port
+        assert bound and (wanted == 0 or bound == wanted)
+        with socket.create_connection(("127.0.0.1", bound), timeout=5):
+            pass  # IPv4 answers
+        ipv6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        ipv6.settimeout(5)
+        with ipv6, pytest.raises(ConnectionRefusedError):
+            ipv6.connect(("::1", bound))
+        assert bound in _listening_ports("tcp") and bound not in _listening_ports("tcp6")
+        # gRPC itself answers on IPv4.
+        with grpc.insecure_channel(f"127.0.0.1:{bound}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
