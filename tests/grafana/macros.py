@@ -150,3 +150,25 @@ def expand_backend_macros(sql: str, time_range: TimeRange) -> str:
 
 def expand(sql: str, variables: dict[str, Variable], time_range: TimeRange) -> str:
     return expand_backend_macros(interpolate(apply_conditional_all(sql, variables), variables), time_range)
+
+
+# Grafana's `percentencode` format (encodeURIComponentStrict): encodeURIComponent
+# of the value's UTF-8 bytes, with !'()* encoded as well.
+_URI_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+
+
+def percentencode(value: str) -> str:
+    return "".join(chr(byte) if byte in _URI_UNRESERVED else f"%{byte:02X}" for byte in value.encode("utf-8"))
+
+
+def interpolate_value(text: str, raw: str) -> str:
+    """A data link's text with the clicked value in place, as Grafana formats it (`raw` or `percentencode`)."""
+    def value(match: re.Match) -> str:
+        form = match.group(1)
+        if form == "percentencode":
+            return percentencode(raw)
+        if form is None:
+            return raw
+        raise ValueError(f"format {form} not modelled")
+
+    return re.sub(r"\$\{__value\.raw(?::(\w+))?\}", value, text)

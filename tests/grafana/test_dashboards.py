@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -17,7 +16,7 @@ from promptprism.collector.read.insight.queries import QUERIES
 
 from collector.read.insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
 from collector.write_path_samples import write_records
-from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate
+from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate, interpolate_value
 from .metric_samples import genai_metric_points, write_genai_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,17 +77,49 @@ def test_dashboard_structure(path):
                 assert before.rfind("$__conditionalAll(") > before.rfind(")"), panel["title"]
 
 
-def test_requests_table_links_trace_ids_to_inspector_and_trace_view():
-    dashboard = load(ROOT / "grafana" / "dashboards" / "promptprism.json")
+def _trace_id_links(dashboard: dict) -> list[dict]:
     table = next(panel for panel in panels(dashboard) if panel["targets"][0]["meta"]["promptprism_query"] == "requests_table")
     override = next(o for o in table["fieldConfig"]["overrides"] if o["matcher"]["options"] == "trace_id")
-    links = next(prop["value"] for prop in override["properties"] if prop["id"] == "links")
+    return next(prop["value"] for prop in override["properties"] if prop["id"] == "links")
+
+
+def test_requests_table_links_trace_ids_to_inspector_and_trace_view():
+    dashboard = load(ROOT / "grafana" / "dashboards" / "promptprism.json")
+    links = _trace_id_links(dashboard)
     urls = [link["url"] for link in links]
     assert "${inspector_url}/trace/${__value.raw:percentencode}" in urls
-    explore = unquote(next(url for url in urls if url.startswith("/explore")))
-    assert "otel_traces" in explore and "TraceId = '${__value.raw}'" in explore
+    [explore] = [link["internal"] for link in links if "internal" in link]
+    sql = explore["query"]["rawSql"]
+    assert "otel_traces" in sql and "TraceId = decodeURLComponent('${__value.raw:percentencode}')" in sql
+    provisioned = yaml.safe_load((ROOT / "grafana/provisioning/datasources/clickhouse.yaml").read_text())
+    assert explore["datasourceUid"] in {source["uid"] for source in provisioned["datasources"]}
     variables = {variable["name"] for variable in dashboard["templating"]["list"]}
     assert "inspector_url" in variables
+
+
+def test_every_clicked_value_in_a_link_is_percent_encoded():
+    """A value pasted raw into a URL or into SQL can end a literal; every use of one is formatted."""
+    text = (ROOT / "grafana" / "dashboards" / "promptprism.json").read_text()
+    uses = re.findall(r"\$\{__value\.[a-z]+(?::[a-z]+)?\}", text)
+    assert uses and set(uses) == {"${__value.raw:percentencode}"}
+
+
+HOSTILE_TRACE_IDS = ["4bf92f3577b34da6a3ce929d0e0e4736", "ends with a backslash\\", "it's", "two '' quotes",
+                     "x') OR 1=1 --", 'a "double" quote', "$$heredoc$$", "tab\there\nnewline", "100% {x:String}",
+                     "日本語 ü", "\\'; DROP TABLE otel_traces; --"]
+
+
+@pytest.mark.parametrize("trace_id", HOSTILE_TRACE_IDS)
+def test_the_trace_view_link_selects_exactly_the_clicked_trace_for_any_value(store, trace_id):
+    """The Explore link's SQL as Grafana renders it for a clicked value, run in ClickHouse."""
+    for span, value in (("1", trace_id), ("2", "other-trace")):
+        store.execute(f"INSERT INTO {store.database}.otel_traces (Timestamp, TraceId, SpanId, SpanName, ServiceName) "
+                      "VALUES (now64(9), {trace:String}, {span:String}, 'hostile link', 'svc')",
+                      {"trace": value, "span": span})
+    [explore] = [link["internal"] for link in _trace_id_links(grafana.build_dashboard()) if "internal" in link]
+    sql = interpolate(interpolate_value(explore["query"]["rawSql"], trace_id), _variables(store.database))
+    rows = store.query(sql)
+    assert [(row["traceID"], row["spanID"]) for row in rows] == [(trace_id, "1")]
 
 
 def test_provisioning_points_at_the_dashboards_and_the_plugin():
@@ -220,7 +251,7 @@ def test_variable_queries_run(filled, name):
 
 def test_trace_view_query_runs_on_otel_traces(filled):
     store, _ = filled
-    sql = interpolate(grafana.TRACE_VIEW_SQL.replace("${__value.raw}", "4bf92f3577b34da6a3ce929d0e0e4736"),
+    sql = interpolate(interpolate_value(grafana.TRACE_VIEW_SQL, "4bf92f3577b34da6a3ce929d0e0e4736"),
                       _variables(store.database))
     columns = [name for name, _ in _describe(store, sql)]
     assert columns == ["traceID", "spanID", "parentSpanID", "serviceName", "operationName", "startTime",

@@ -18,7 +18,6 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..palette import LAYER_HUES, TEMPLATE_LAYER, layer_color
 from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GENAI_OPERATION_DURATION,
@@ -45,29 +44,36 @@ TRACE_VIEW_SQL = """SELECT
     arrayMap(key -> map('key', key, 'value', SpanAttributes[key]), mapKeys(SpanAttributes)) AS tags,
     arrayMap(key -> map('key', key, 'value', ResourceAttributes[key]), mapKeys(ResourceAttributes)) AS serviceTags
 FROM ${database}.otel_traces
-WHERE TraceId = '${__value.raw}'
+WHERE TraceId = decodeURLComponent('${__value.raw:percentencode}')
 ORDER BY startTime ASC"""
 
 
-def _explore_trace_url() -> str:
-    pane = {
-        "trace": {
-            "datasource": "${datasource}",
-            "queries": [{
-                "refId": "A", "datasource": DATASOURCE, "editorType": "sql", "queryType": "traces",
-                "format": FORMAT_TRACE, "rawSql": TRACE_VIEW_SQL,
-            }],
-            "range": {"from": "now-30d", "to": "now"},
-        }
+# The trace view opens in Explore through an internal data link: Grafana
+# interpolates the query and builds the Explore URL itself (JSON, then
+# percent-encoded), so no value is pasted into a URL or into JSON here. The
+# clicked value reaches the SQL percent-encoded (only letters, digits, -_.~
+# and %XX) inside a literal that ClickHouse decodes: a quote, a backslash
+# (trailing too), `$$` or a newline in it cannot end the literal
+# (tests/grafana/test_dashboards.py runs the rendered SQL with such values).
+# Internal links name their data source by uid (Grafana does not interpolate
+# it): the provisioned one (grafana/provisioning/datasources/clickhouse.yaml).
+PROVISIONED_DATASOURCE = {"type": PLUGIN_ID, "uid": "promptprism-clickhouse"}
+
+
+def _explore_trace_link() -> dict[str, Any]:
+    return {
+        "title": "Trace view (otel_traces)", "url": "", "targetBlank": True,
+        "internal": {
+            "datasourceUid": PROVISIONED_DATASOURCE["uid"], "datasourceName": "promptprism ClickHouse",
+            "query": {"refId": "A", "datasource": PROVISIONED_DATASOURCE, "editorType": "sql",
+                      "queryType": "traces", "format": FORMAT_TRACE, "rawSql": TRACE_VIEW_SQL},
+        },
     }
-    # Grafana interpolates ${...} in the link before opening it, so those stay literal.
-    encoded = quote(json.dumps(pane, separators=(",", ":")), safe="${}_.:,")
-    return f"/explore?schemaVersion=1&orgId=1&panes={encoded}"
 
 
 TRACE_LINKS = [
     {"title": "Open in the promptprism inspector", "url": "${inspector_url}/trace/${__value.raw:percentencode}", "targetBlank": True},
-    {"title": "Trace view (otel_traces)", "url": _explore_trace_url(), "targetBlank": True},
+    _explore_trace_link(),
 ]
 
 # Units per column name; Grafana's unit ids.
