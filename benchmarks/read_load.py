@@ -8,9 +8,12 @@ twice for the same number of exports, over loopback gRPC:
 2. ``loaded``   — ingest while READERS client threads loop over ``/overview``,
    ``/api/requests?limit=1000`` and ``/api/insight/cache``.
 
-Prints spans/s for both, the ratio loaded / unloaded (goal ≥ 0.70) and
-what the readers got (answers by status: a busy read side answers 503).
-Run: ``python benchmarks/read_load.py [--exports N] [--preload N]``.
+The two alternate for ``--rounds`` rounds (so a change in the machine's load
+falls on both); prints spans/s of each, the median and range of the ratio
+loaded / unloaded (goal ≥ 0.70) and what the readers got (answers by
+status: a busy read side answers 503).
+Run: ``python benchmarks/read_load.py [--rounds N] [--exports N] [--read-share S]``
+(``--read-share 1``: no read-time budget, to compare).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -54,10 +58,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--exports", type=int, default=12, help="exports per measured run")
     parser.add_argument("--preload", type=int, default=8, help="exports stored before measuring")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of (unloaded, loaded), interleaved")
     parser.add_argument("--running-reads", type=int, default=read_limits.MAX_RUNNING_READS,
                         help="read requests the collector runs at once (read_limits.MAX_RUNNING_READS)")
+    parser.add_argument("--read-share", type=float, default=read_limits.READ_TIME_SHARE,
+                        help="share of the time sustained reads may run (read_limits.READ_TIME_SHARE; 1 = no budget)")
     arguments = parser.parse_args()
     read_limits.MAX_RUNNING_READS = arguments.running_reads
+    read_limits.READ_TIME_SHARE = arguments.read_share
+    ratios, rates, all_answers = [], [], {}
     with tempfile.TemporaryDirectory() as directory:
         config = CollectorConfig.load({
             "data_dir": directory, "otlp_grpc_address": f"127.0.0.1:{free_port()}",
@@ -74,27 +83,38 @@ def main() -> int:
                 seconds = drive(target, payloads)
                 return arguments.exports * SPANS_PER_BATCH / seconds
 
-            unloaded = run()
-            # The readers are other processes, as real dashboards and browsers are:
-            # their own Python work must not count against the collector's.
-            stop = multiprocessing.Event()
-            answers = multiprocessing.Manager().dict()
-            readers = [multiprocessing.Process(target=reader, args=(ui, offset, stop, answers))
-                       for offset in range(READERS)]
-            for process in readers:
-                process.start()
-            time.sleep(2.0)  # the readers are busy before ingest starts
-            try:
-                loaded = run()
-            finally:
-                stop.set()
+            def loaded_run() -> float:
+                # The readers are other processes, as real dashboards and browsers are:
+                # their own Python work must not count against the collector's.
+                stop = multiprocessing.Event()
+                answers = multiprocessing.Manager().dict()
+                readers = [multiprocessing.Process(target=reader, args=(ui, offset, stop, answers))
+                           for offset in range(READERS)]
                 for process in readers:
-                    process.join()
-            answers = dict(answers)
-    print(f"unloaded ingest: {unloaded:8.0f} spans/s")
-    print(f"loaded ingest:   {loaded:8.0f} spans/s  ({READERS} readers, {arguments.running_reads} read(s) at once)")
-    print(f"ratio loaded / unloaded: {loaded / unloaded:.2f}  (goal >= 0.70)")
-    for (path, status), count in sorted(answers.items(), key=str):
+                    process.start()
+                time.sleep(2.0)  # the readers are busy before ingest starts
+                try:
+                    return run()
+                finally:
+                    stop.set()
+                    for process in readers:
+                        process.join()
+                    for key, count in dict(answers).items():
+                        all_answers[key] = all_answers.get(key, 0) + count
+
+            # Interleaved, so a change in the machine's load falls on both sides.
+            for index in range(arguments.rounds):
+                unloaded = run()
+                loaded = loaded_run()
+                time.sleep(1.0)  # the last reads finish before the next unloaded run
+                rates.append((unloaded, loaded))
+                ratios.append(loaded / unloaded)
+                print(f"round {index + 1}: unloaded {unloaded:6.0f} spans/s, loaded {loaded:6.0f} spans/s, "
+                      f"ratio {loaded / unloaded:.2f}", flush=True)
+    print(f"{READERS} readers, {arguments.running_reads} read(s) at once, read share {arguments.read_share}")
+    print(f"ratio loaded / unloaded: median {statistics.median(ratios):.2f}, "
+          f"range {min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} rounds  (goal >= 0.70)")
+    for (path, status), count in sorted(all_answers.items(), key=str):
         print(f"  reads {path} -> {status}: {count}")
     return 0
 

@@ -6,7 +6,11 @@ going under read load:
 - ``ReadGate`` (ASGI middleware on the UI server): at most
   ``MAX_RUNNING_READS`` read requests run at once and ``MAX_WAITING_READS``
   wait; past that the answer is 503 with Retry-After at once, so a burst of
-  readers queues briefly instead of piling up work.
+  readers queues briefly instead of piling up work. Sustained, the read side
+  runs at most ``READ_TIME_SHARE`` of the time (a budget of read seconds
+  that refills at that rate, up to ``READ_TIME_BURST_SECONDS``): a page or
+  a dashboard refresh runs at once, readers looping without pause wait
+  between reads, and ingest keeps the rest.
 - ``ReadStore`` (the store the read side is given): every read query runs
   with ``READ_QUERY_SETTINGS`` — one thread, a time limit and a memory
   limit — so one heavy query cannot take both cores or the memory ingest
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any, Mapping
 
 from starlette.responses import JSONResponse
@@ -32,6 +37,16 @@ MAX_RUNNING_READS = max(1, (os.cpu_count() or 2) // 2)
 MAX_WAITING_READS = 16
 # What a busy read side asks the client to wait before retrying.
 READ_RETRY_AFTER_SECONDS = 1
+# The share of wall time sustained reads may run (one read at a time on 2
+# cores: half of one core). A read's seconds are charged when it ends; a read
+# starts only while the budget is not overdrawn. benchmarks/read_load.py, four
+# readers looping without pause on a busy shared 2-core machine: ingest kept a
+# median 0.96 (0.62-1.00, 5 rounds) of its unloaded rate with the budget,
+# 0.72 (0.51-0.81, 3 rounds) without (docs/operations.md).
+READ_TIME_SHARE = 0.5
+# Read seconds that may run back to back before the share applies (a
+# dashboard refresh of a dozen panels, a page and its API calls).
+READ_TIME_BURST_SECONDS = 3.0
 # Paths that are never gated: probes and scrapes are cheap and must answer
 # while the read side is busy.
 UNGATED_PATHS = frozenset({"/healthz", "/metrics"})
@@ -49,13 +64,19 @@ READ_QUERY_SETTINGS: dict[str, int] = {
 class ReadGate:
     """ASGI middleware: a bounded number of read requests run, a bounded number wait, the rest get 503."""
 
-    def __init__(self, app, *, running: int | None = None, waiting: int | None = None):
+    def __init__(self, app, *, running: int | None = None, waiting: int | None = None,
+                 share: float | None = None, burst: float | None = None, clock=time.monotonic, sleep=None):
         self.app = app
         self.running = MAX_RUNNING_READS if running is None else running
         self.waiting_limit = MAX_WAITING_READS if waiting is None else waiting
+        self.budget = ReadBudget(READ_TIME_SHARE if share is None else share,
+                                 READ_TIME_BURST_SECONDS if burst is None else burst, clock)
+        self._clock = clock
+        self._sleep = sleep or asyncio.sleep
         self._places: asyncio.Semaphore | None = None  # made on the server's event loop
         self.waiting = 0
         self.refused = 0
+        self.throttled_seconds = 0.0  # time reads waited for the budget
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] in UNGATED_PATHS:
@@ -71,12 +92,48 @@ class ReadGate:
         self.waiting += 1
         try:
             await self._places.acquire()
+            try:
+                while (pause := self.budget.wait_before_start()) > 0:
+                    self.throttled_seconds += pause
+                    await self._sleep(pause)
+            except BaseException:
+                self._places.release()
+                raise
         finally:
             self.waiting -= 1
+        started = self._clock()
         try:
             return await self.app(scope, receive, send)
         finally:
+            self.budget.charge(self._clock() - started)
             self._places.release()
+
+
+class ReadBudget:
+    """Seconds of reading allowed: refills at ``share`` per second up to ``burst``; reads are charged when they end."""
+
+    def __init__(self, share: float, burst: float, clock=time.monotonic):
+        if not 0 < share <= 1 or burst < 0:
+            raise ValueError(f"read share must be in (0, 1] and burst >= 0, got {share}, {burst}")
+        self.share, self.burst, self._clock = share, burst, clock
+        self.level = burst
+        self._updated = clock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self.level = min(self.burst, self.level + (now - self._updated) * self.share)
+        self._updated = now
+
+    def wait_before_start(self) -> float:
+        """Seconds to wait before the next read may start (0: now)."""
+        if self.share >= 1:
+            return 0.0
+        self._refill()
+        return 0.0 if self.level >= 0 else -self.level / self.share
+
+    def charge(self, seconds: float) -> None:
+        self._refill()
+        self.level -= max(0.0, seconds)
 
 
 class ReadStore:

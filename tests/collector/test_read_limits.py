@@ -124,3 +124,60 @@ def test_the_embedded_store_inserts_and_reads_under_the_lock(store):
     store.execute(f"CREATE TABLE {store.database}.lock_probe (a UInt32) ENGINE = MergeTree ORDER BY a")
     store.insert("lock_probe", pa.table({"a": pa.array([1, 2], pa.uint32())}))
     assert store.query(f"SELECT count() AS n FROM {store.database}.lock_probe") == [{"n": 2}]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_read_budget_lets_a_burst_run_then_holds_sustained_reads_to_their_share():
+    clock = _Clock()
+    budget = read_limits.ReadBudget(share=0.5, burst=3.0, clock=clock)
+    assert budget.wait_before_start() == 0  # a page or a dashboard refresh runs at once
+    budget.charge(2.0)
+    clock.now += 2.0  # 1 s refilled while it ran: 3 - 2 + 1 = 2 left
+    assert budget.wait_before_start() == 0
+    budget.charge(5.0)  # a long read overdraws the budget by 3 s
+    assert budget.wait_before_start() == pytest.approx(6.0)  # 3 s of reading refills in 6 s at a share of 0.5
+    clock.now += 6.0
+    assert budget.wait_before_start() == 0
+    # Sustained: reading all the time is held to the share of the time.
+    read_seconds, start = 0.0, clock.now
+    for _ in range(200):
+        clock.now += budget.wait_before_start()
+        clock.now += 0.25
+        budget.charge(0.25)
+        read_seconds += 0.25
+    assert read_seconds / (clock.now - start) == pytest.approx(0.5, abs=0.05)
+    assert read_limits.ReadBudget(share=1.0, burst=0.0, clock=clock).wait_before_start() == 0
+
+
+def test_the_gate_waits_for_the_read_budget_before_running_a_read():
+    clock = _Clock()
+    pauses = []
+
+    async def sleep(seconds):
+        pauses.append(seconds)
+        clock.now += seconds
+
+    async def scenario():
+        async def slow(request):
+            clock.now += 4.0  # a read that ran 4 s (on the gate's clock)
+            return PlainTextResponse("read")
+
+        gate = ReadGate(Starlette(routes=[Route("/slow", slow)]), running=1, waiting=4,
+                        share=0.5, burst=1.0, clock=clock, sleep=sleep)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://test") as client:
+            assert (await client.get("/slow")).status_code == 200
+            assert not pauses  # the first read ran at once
+            assert (await client.get("/slow")).status_code == 200
+        return gate
+
+    gate = asyncio.run(scenario())
+    # 4 s of reading from a full budget of 1 s (it cannot refill past full): 3 s overdrawn, 6 s to wait.
+    assert pauses == [pytest.approx(6.0)]
+    assert gate.throttled_seconds == pytest.approx(6.0)
