@@ -30,6 +30,7 @@ from typing import Any, Iterable
 
 from ..record import CONTENT_COLUMNS, REQUEST_COLUMNS, Column, content_columns
 from ..store.base import Store
+from .times import MAX_MOMENT_NS
 
 # How many candidates an ambiguous prefix lists. One more than shown is
 # fetched so that "more than ten" can be told from "exactly ten".
@@ -257,9 +258,10 @@ LIMIT {{limit:UInt32}}
 # turns fits; past this the history shown is cut, the request still loads.
 GENAI_EVENTS_PER_REQUEST_MAX = 10_000
 
-# Far enough apart to cover any stored span; Int64 nanoseconds reach 2262.
+# Far enough apart to cover any readable span: the keys' DateTime ends in 2106
+# (times.MAX_MOMENT_NS; a later bound makes ClickHouse 24.8 prune every part).
 EARLIEST_NS = 0
-LATEST_NS = 2**63 - 1
+LATEST_NS = MAX_MOMENT_NS
 
 
 @dataclass(frozen=True)

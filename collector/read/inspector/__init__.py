@@ -27,7 +27,7 @@ INDEX_LIMIT = 100
 # The filter menus offer the services, models and processes seen this long
 # back (a month covers what the page is used for; anything older can be typed).
 INDEX_CHOICES_WINDOW_NS = 30 * 86400 * times.NANOSECONDS
-LATEST_NS = 2**63 - 1
+LATEST_NS = times.MAX_MOMENT_NS  # the last moment the keys can prune by (read/times.py)
 
 
 def search_target(text: str) -> str:
