@@ -3,17 +3,35 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The compose file's server is ClickHouse 24.8 LTS; chdb 2.1.1 embeds 24.8.4.
+# A second venv holds it and runs the tests marked `clickhouse` (migrations,
+# every named query and panel, the server store behind the HTTP fixture) again.
+VENV_CH248 ?= .venv-ch248
+BIN_CH248 := $(VENV_CH248)/bin
+STAMP_CH248 := $(VENV_CH248)/.installed
+CH248_PYTEST_ARGS ?= -m clickhouse
 # Debian's Chromium drives the browser tests (Playwright cannot download its own).
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
 
-.PHONY: run test browser bench clean
+.PHONY: run test test-ch248 browser bench clean
 
 # The compiled OTLP walker and block checks are built by the install: a changed .pyx rebuilds them.
 $(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# chdb 4.x installs its engine as chdb-core into the same chdb/ folder: remove
+# both before installing 2.1.1 (its own wheel, no dependencies), or the files mix.
+$(STAMP_CH248): pyproject.toml setup.py collector/otlp/_walk.pyx
+	test -x $(BIN_CH248)/python || $(PYTHON) -m venv $(VENV_CH248)
+	$(BIN_CH248)/python -m pip install --quiet --upgrade pip
+	$(BIN_CH248)/python -m pip install --quiet -e '.[dev]'
+	$(BIN_CH248)/python -m pip uninstall --quiet -y chdb chdb-core
+	$(BIN_CH248)/python -m pip install --quiet --no-deps chdb==2.1.1
+	$(BIN_CH248)/python -c "import chdb; assert chdb.engine_version.startswith('24.8.'), chdb.engine_version"
 	touch $@
 
 # Install Chromium when we can (root + apt); otherwise the browser tests say
@@ -31,8 +49,13 @@ browser:
 run: $(STAMP)
 	$(BIN)/promptprism collector
 
-test: $(STAMP) browser
+test: $(STAMP) $(STAMP_CH248) browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN_CH248)/python -m pytest $(CH248_PYTEST_ARGS) $(PYTEST_ARGS)
+
+# Only the ClickHouse 24.8 pass (e.g. while porting a query or a migration).
+test-ch248: $(STAMP_CH248)
+	$(BIN_CH248)/python -m pytest $(CH248_PYTEST_ARGS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/render.py
@@ -40,4 +63,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/read_load.py
 
 clean:
-	rm -rf $(VENV) promptprism-data .pytest_cache
+	rm -rf $(VENV) $(VENV_CH248) promptprism-data .pytest_cache

@@ -12,6 +12,13 @@ data directory per process) implementing what clickhouse-connect uses with
   statement, back to ``DEFAULT`` after);
 - ``INSERT … FORMAT X`` followed by data (chunked, optionally gzip): the data
   goes to a temporary file loaded with ``INSERT … FROM INFILE '…' FORMAT X``;
+- on chdb 2.1.x (ClickHouse 24.8, ``make test``'s second pass), whose
+  session takes no parameters and breaks for good on a string-valued ``SET``:
+  ``param_*`` values are unescaped and bound into the text
+  (``promptprism.collector.store.inline``), settings become the statement's
+  own ``SETTINGS`` clause (a SELECT, an INSERT with data; DDL runs without
+  them: clickhouse-connect sends only its client defaults there), and data
+  is loaded with ``INSERT … SELECT * FROM file('…', 'X')``;
 - the headers clickhouse-connect reads (X-ClickHouse-Summary, -Format,
   -Timezone, -Query-Id, -Exception-Code) and ClickHouse-style error bodies.
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import inspect
 import json
 import os
 import re
@@ -48,6 +56,19 @@ TRANSPORT_ARGUMENTS = {
 SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FORMAT_AT_END = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.IGNORECASE)
 ERROR_CODE = re.compile(r"Code:\s*(\d+)")
+SELECT_LIKE = re.compile(r"^\s*(\(|SELECT\b|WITH\b|SHOW\b|DESCRIBE\b|DESC\b|EXPLAIN\b|EXISTS\b)", re.IGNORECASE)
+TRAILING_SETTINGS = re.compile(r"\bSETTINGS\s+[A-Za-z_][A-Za-z0-9_]*\s*=[^()]*$", re.IGNORECASE)
+# ClickHouse's escaped text format (how a param_* value arrives): backslash escapes.
+ESCAPED = re.compile(r"\\(x[0-9A-Fa-f]{2}|.)", re.DOTALL)
+ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "0": "\0", "a": "\a", "v": "\v", "e": "\x1b"}
+
+
+def _unescaped(text: str):
+    """A param_* value as the Python value it stands for (``\\N`` is NULL)."""
+    if text == "\\N":
+        return None
+    return ESCAPED.sub(lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] == "x" and len(m.group(1)) == 3
+                       else ESCAPES.get(m.group(1), m.group(1)), text)
 
 
 def _quote(value: str) -> str:
@@ -148,11 +169,14 @@ class FixtureServer(ThreadingHTTPServer):
         from chdb import session
 
         self.session = session.Session(os.path.join(data_dir, "clickhouse"))
+        self.legacy = "params" not in inspect.signature(self.session.query).parameters  # chdb 2.1.x
         self.lock = threading.Lock()  # one statement (with its SETs) at a time
         self.spool_dir = tempfile.mkdtemp(prefix="chdb-fixture-")
 
     def run(self, statement: str, data: bytes, params: dict, settings: dict, database: str | None,
             default_format: str) -> tuple[bytes, str, int]:
+        if self.legacy:
+            return self.run_legacy(statement, data, params, settings, database, default_format)
         statement = statement.strip().rstrip(";")
         match = FORMAT_AT_END.search(statement)
         fmt = match.group(1) if match else default_format
@@ -184,6 +208,46 @@ class FixtureServer(ThreadingHTTPServer):
                 if path:
                     os.unlink(path)
         # chdb does not report rows written; nothing in promptprism reads it.
+        return payload, fmt, 0
+
+    def run_legacy(self, statement: str, data: bytes, params: dict, settings: dict, database: str | None,
+                   default_format: str) -> tuple[bytes, str, int]:
+        from promptprism.collector.store.embedded import UNFINISHED, legacy_drop
+        from promptprism.collector.store.inline import bind_inline
+
+        statement = statement.strip().rstrip(";")
+        drop = legacy_drop(statement)
+        statement = drop or statement
+        match = FORMAT_AT_END.search(statement)
+        fmt = match.group(1) if match else default_format
+        path = None
+        if data:
+            path = os.path.join(self.spool_dir, f"{uuid.uuid4().hex}.bin")
+            with open(path, "wb") as handle:
+                handle.write(data)
+            head = statement[:match.start()] if match else statement
+            statement = f"{head.rstrip()} SELECT * FROM file({_quote(path)}, {_quote(fmt)})"
+        elif match:
+            statement = statement[:match.start()].rstrip()
+        if params:
+            statement = bind_inline(statement, {key: _unescaped(value) for key, value in params.items()})
+        if settings and (data or SELECT_LIKE.match(statement)):
+            clause = ", ".join(f"{key} = {_quote(value)}" for key, value in settings.items())
+            statement += (", " if TRAILING_SETTINGS.search(statement) else " SETTINGS ") + clause
+        with self.lock:
+            try:
+                if database:
+                    self.session.query(f"USE {database}" if SETTING_NAME.fullmatch(database) else "SELECT 1")
+                payload = self.session.query(statement, fmt).bytes()
+            except Exception as error:
+                code = ERROR_CODE.search(str(error))
+                if drop and code and int(code.group(1)) == UNFINISHED:
+                    payload = b""  # chdb 2.1.x: gone from the catalog (store/embedded.py, legacy_drop)
+                else:
+                    raise
+            finally:
+                if path:
+                    os.unlink(path)
         return payload, fmt, 0
 
 
@@ -252,7 +316,8 @@ def main() -> None:
         server.serve_forever(poll_interval=0.1)
     finally:
         server.server_close()
-        server.session.close()
+        if not server.legacy:  # chdb 2.1.x has no close() (its cleanup() deletes the directory)
+            server.session.close()
 
 
 if __name__ == "__main__":

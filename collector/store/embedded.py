@@ -17,7 +17,10 @@ benchmark shows the library as fast.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
+import re
+import tempfile
 import threading
 from typing import Any, Mapping
 
@@ -30,8 +33,10 @@ from .base import (
     column_list,
     is_transient,
     parse_json_each_row,
+    server_code,
     settings_clause,
 )
+from .inline import bind_inline, quoted
 
 # chdb settings applied once per session: integers as JSON numbers, so rows
 # decode to the same Python values as on the server store.
@@ -50,6 +55,10 @@ class EmbeddedStore:
             self._session = session.Session(os.path.join(self.data_dir, "clickhouse"))
         except Exception as error:  # another process holds the directory, …
             raise StoreUnavailable(f"cannot open embedded store at {self.data_dir}: {error}") from error
+        # chdb 2.1.x (ClickHouse 24.8) takes no query parameters, cannot read
+        # Arrow lists, maps or zoned timestamps through Python(), and has no
+        # close() (its cleanup() deletes the directory): see _legacy_*.
+        self.legacy = "params" not in inspect.signature(self._session.query).parameters
         # chdb sessions tolerate concurrent reads, but an insert must not
         # interleave with a SET; one lock keeps statements whole, and serves
         # a waiting insert before waiting reads so readers cannot starve ingest.
@@ -70,6 +79,7 @@ class EmbeddedStore:
         view.data_dir = self.data_dir
         view._session = self._session
         view._lock = self._lock
+        view.legacy = self.legacy
         view.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
         return view
 
@@ -93,23 +103,42 @@ class EmbeddedStore:
                         f" {MATERIALIZED_VIEW_DEDUPLICATION} = 1")
         # Columns by name: a table with more columns (a later migration) fills
         # the rest from their DEFAULTs, and older spooled rows still load.
-        self._run(
-            f"INSERT INTO {self.database}.{checked_identifier(table)} {column_list(columns.column_names)}"
-            f" SELECT * FROM Python(data){settings}",
-            "CSV",
-            None,
-            writer=True,
-        )
+        target = f"{self.database}.{checked_identifier(table)} {column_list(columns.column_names)}"
+        if self.legacy:
+            self._legacy_insert(target, columns, settings)
+            return
+        self._run(f"INSERT INTO {target} SELECT * FROM Python(data){settings}", "CSV", None, writer=True)
+
+    def _legacy_insert(self, target: str, columns: Any, settings: str) -> None:
+        """chdb 2.1.x: the Arrow table goes through an Arrow stream file read with ``file()``."""
+        import pyarrow.ipc
+
+        handle, path = tempfile.mkstemp(prefix="promptprism-insert-", suffix=".arrows")
+        try:
+            with os.fdopen(handle, "wb") as sink, pyarrow.ipc.new_stream(sink, columns.schema) as writer:
+                writer.write_table(columns)
+            self._run(f"INSERT INTO {target} SELECT * FROM file({quoted(path)}, 'ArrowStream'){settings}",
+                      "CSV", None, writer=True)
+        finally:
+            os.unlink(path)
 
     def _run(self, sql: str, fmt: str, params: Mapping[str, Any] | None, *, writer: bool = False) -> bytes:
+        drop = legacy_drop(sql) if self.legacy else None
+        sql = drop or sql
         with self._lock.hold(writer=writer):
             try:
-                if params:
+                if params and self.legacy:
+                    result = self._session.query(bind_inline(sql, params), fmt)
+                elif params:
                     result = self._session.query(sql, fmt, params=bound_parameters(params))
                 else:
                     result = self._session.query(sql, fmt)
+            except StoreError:
+                raise
             except Exception as error:
                 text = str(error)
+                if drop and server_code(text) == UNFINISHED:
+                    return b""  # chdb 2.1.x: gone from the catalog, its files go at the next start
                 if is_transient(text):  # a full or unwritable data directory, memory, too many parts
                     raise StoreUnavailable(text) from error
                 raise StoreError(text) from error
@@ -117,7 +146,28 @@ class EmbeddedStore:
 
     def close(self) -> None:
         with self._lock.hold(writer=True):
-            self._session.close()
+            if not self.legacy:
+                self._session.close()
+            # chdb 2.1.x has no close(): the session ends with the process.
+
+
+# chdb 2.1.x (ClickHouse 24.8): after one DROP of a MergeTree table, the next
+# DROP of anything (a table, a view, a database; CREATE OR REPLACE too) waits
+# forever for its background drop, which never runs inside chdb. With SYNC the
+# object leaves the catalog at once and the statement answers UNFINISHED
+# ("will finish after restart"): the migrations' and tests' drops run so there.
+# A ClickHouse 24.8 *server* drops normally; only the embedded engine needs this.
+_DROP = re.compile(r"^\s*DROP\s+(TABLE|VIEW|DATABASE|DICTIONARY)\b", re.IGNORECASE)
+_SYNC_AT_END = re.compile(r"\bSYNC\s*;?\s*$", re.IGNORECASE)
+UNFINISHED = 341
+
+
+def legacy_drop(sql: str) -> str | None:
+    """A DROP statement as chdb 2.1.x must run it (with SYNC); None for any other statement."""
+    if not _DROP.match(sql):
+        return None
+    statement = sql.strip().rstrip(";")
+    return statement if _SYNC_AT_END.search(statement) else statement + " SYNC"
 
 
 # ClickHouse reads a query parameter's text in its escaped format, where a

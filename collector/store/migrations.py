@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Callable, Iterable
 
-from .base import Store
+from .base import Store, StoreError
 
 _FILE_PATTERN = re.compile(r"^(\d{3})_[a-z0-9_]+\.(sql|py)$")
 SCHEMA_PACKAGE = f"{__package__}.schema"
@@ -86,10 +86,13 @@ def apply_migrations(store: Store, migrations: Iterable[Migration], done: set[in
     for migration in migrations:
         if migration.version in done or (up_to is not None and migration.version > up_to):
             continue
-        for statement in migration.statements:
-            store.execute(statement)
-        if migration.apply is not None:
-            migration.apply(store)
+        try:
+            for statement in migration.statements:
+                store.execute(statement)
+            if migration.apply is not None:
+                migration.apply(store)
+        except StoreError as error:  # name the migration: the store's text names only the statement
+            raise type(error)(f"migration {migration.name} failed: {error}") from error
         store.execute(
             f"INSERT INTO {store.database}.schema_migrations (version, name) "
             "VALUES ({version:UInt32}, {name:String})",

@@ -24,6 +24,9 @@ DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 GRAFANA_UNITS = {"short", "decbytes", "bytes", "percent", "percentunit", "ms", "s", "none"}
 NUMERIC = re.compile(r"^(Nullable\()?(U?Int\d+|Float\d+|Decimal.*)\)?$")
 
+# `make test` runs this module on ClickHouse 24.8 too (tests/conftest.py).
+pytestmark = pytest.mark.clickhouse
+
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))

@@ -11,6 +11,9 @@ from promptprism.collector.read.api import api_routes
 
 from .. import read_side_data as data
 
+# `make test` runs this module on ClickHouse 24.8 too (tests/conftest.py).
+pytestmark = pytest.mark.clickhouse
+
 
 @pytest.fixture(scope="module")
 def api(chdb_root, tmp_path_factory):

@@ -10,6 +10,9 @@ from ..collector_harness import emit_prompt, exporter, running_collector, tracer
 
 SERVICES = ["tab\there", "O'Brien \\back\\slash", "plain"]
 
+# `make test` runs this module on ClickHouse 24.8 too (tests/conftest.py).
+pytestmark = pytest.mark.clickhouse
+
 
 @pytest.fixture(scope="module")
 def collector_with_odd_services(chdb_root, tmp_path_factory):

@@ -40,3 +40,12 @@ def test_bad_sql_is_a_store_error(store):
 def test_bad_database_name_is_rejected():
     with pytest.raises(ValueError, match="identifier"):
         load_migrations(database="x; DROP TABLE y", retention_days=30)
+
+
+def test_a_failing_migration_is_named_in_the_error(store):
+    """A migration that a supported ClickHouse (26.x, or 24.8 in make test's second pass) refuses says which one."""
+    from promptprism.collector.store.migrations import Migration, apply_migrations
+
+    bad = Migration(999, "999_needs_a_newer_clickhouse.sql", ("SELECT no_such_function()",))
+    with pytest.raises(StoreError, match="migration 999_needs_a_newer_clickhouse.sql failed: .*no_such_function"):
+        apply_migrations(store, [bad], set())

@@ -192,6 +192,7 @@ def _answers(store, service: str, window: Window) -> dict[str, list[dict]]:
             for name in QUERIES}
 
 
+@pytest.mark.clickhouse  # every insight query, on ClickHouse 24.8 too (tests/conftest.py)
 def test_every_insight_query_answers_for_event_prompts_as_for_span_prompts(store, now_ns):
     on_span = _conversation(store, service="span-app", through_events=False, now_ns=now_ns)
     through_events = _conversation(store, service="events-app", through_events=True, now_ns=now_ns)
