@@ -17,7 +17,8 @@ PYTEST_ARGS ?=
 .PHONY: run test test-ch248 browser bench clean
 
 # The compiled OTLP walker and block checks are built by the install: a changed .pyx rebuilds them.
-$(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx
+COMPILED := collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx
+$(STAMP): pyproject.toml setup.py $(COMPILED)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -25,7 +26,7 @@ $(STAMP): pyproject.toml setup.py collector/otlp/_walk.pyx collector/write/_bloc
 
 # chdb 4.x installs its engine as chdb-core into the same chdb/ folder: remove
 # both before installing 2.1.1 (its own wheel, no dependencies), or the files mix.
-$(STAMP_CH248): pyproject.toml setup.py collector/otlp/_walk.pyx
+$(STAMP_CH248): pyproject.toml setup.py $(COMPILED)
 	test -x $(BIN_CH248)/python || $(PYTHON) -m venv $(VENV_CH248)
 	$(BIN_CH248)/python -m pip install --quiet --upgrade pip
 	$(BIN_CH248)/python -m pip install --quiet -e '.[dev]'
