@@ -31,6 +31,7 @@ from .config import LOOPBACK_NAMES, PROMPTPRISM_UI_ALLOWED_HOSTS, WILDCARD_HOSTS
 from .metrics import Metrics
 from .read.api import api_routes
 from .read_limits import ReadGate, ReadStore
+from .read.insight.rollups import RollupJob
 from .read.insight.routes import insight_routes
 from .read.inspector import inspector_routes
 from .read.inspector.pages import Pages
@@ -208,6 +209,7 @@ class Collector:
         self.grpc: GrpcReceiver | None = None
         self.http: ServerThread | None = None
         self.ui: ServerThread | None = None
+        self.rollups = None
 
     def start(self) -> "Collector":
         from .write.sink import open_sink
@@ -240,6 +242,8 @@ class Collector:
                                      tls_cert_file=config.tls_cert_file, tls_key_file=config.tls_key_file)
             self.http.start()
             self.grpc.start()
+            # the panels' hourly rollups, recomputed from the stored rows (read.insight.rollups)
+            self.rollups = RollupJob(self.store).start()
         except BaseException:
             self.stop()
             raise
@@ -263,6 +267,9 @@ class Collector:
     def stop(self) -> None:
         """Stop taking exports, flush what was acknowledged, then close the rest."""
         self.ready.clear()
+        if self.rollups is not None:
+            self.rollups.stop()
+            self.rollups = None
         if self.grpc is not None:
             self.grpc.stop()
             self.grpc = None

@@ -292,6 +292,7 @@ REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = (
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
 REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
+    Column("lineage_key", "UInt64"),  # read.lineage.LINEAGE_KEY_SQL, MATERIALIZED (migration 024)
 )
 
 

@@ -41,6 +41,10 @@ LINEAGE_SQL = (
     " toString(process_kind), process_id))"
 )
 
+# The lineage as one number: the column `requests.lineage_key` (migration 024,
+# MATERIALIZED with this expression) and the hourly rollups' key.
+LINEAGE_KEY_SQL = f"sipHash64({LINEAGE_SQL})"
+
 
 def lineage_key(row: Mapping[str, Any]) -> tuple[str, str, str, str, str, str, str]:
     """The lineage of a request row (any mapping with ``COLUMNS``), as ``LINEAGE_SQL`` computes it."""
@@ -64,5 +68,5 @@ def same_lineage(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
     return lineage_key(first) == lineage_key(second)
 
 
-__all__ = ["BASIS_CONVERSATION", "BASIS_TRACE", "COLUMNS", "LINEAGE_SQL", "describe", "lineage_key",
+__all__ = ["BASIS_CONVERSATION", "BASIS_TRACE", "COLUMNS", "LINEAGE_KEY_SQL", "LINEAGE_SQL", "describe", "lineage_key",
            "same_lineage"]

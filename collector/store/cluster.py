@@ -79,6 +79,11 @@ SHARDING_KEYS = {
     # a re-sent copy collapses under FINAL there.
     "genai_events": "cityHash64(trace_id)",
     "otel_logs": "cityHash64(TraceId)",
+    # The hourly rollups (migration 024): every computation of an hour on one
+    # shard, where a newer one replaces the older on merge.
+    **{table: "cityHash64(hour)" for table in ("rollup_hours", "prompt_parts_hourly", "prompt_requests_hourly",
+                                               "cache_hourly")},
+    "rollup_runs": "cityHash64(job)",
     # Metric points are never joined to anything: spread evenly.
     **{f"otel_metrics_{kind}": "rand()" for kind in ("sum", "gauge", "histogram", "exponential_histogram", "summary")},
 }

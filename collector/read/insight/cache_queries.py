@@ -27,13 +27,15 @@ its minimum). Without a reported figure the hashes alone decide.
 from __future__ import annotations
 
 from ..lineage import LINEAGE_SQL
+from . import hours
 from .named_query import BYTES_PER_TOKEN, InsightQuery
 
 # Stabilities a provider's prompt cache can reuse across requests.
 STABLE = "('static', 'session')"
 
-# The previous request of a lineage may sit before the window; looking back
-# a day finds it for every conversation that is still active.
+# The previous request of a lineage is looked for up to a day before a request
+# (it may sit before the window): that finds it for every conversation that is
+# still active, and a provider's prompt cache lives minutes, not days.
 CONVERSATION_LOOKBACK = "INTERVAL 1 DAY"
 
 # Reported cache reads under this share of the expected prefix, with nothing
@@ -47,40 +49,55 @@ TOOLS_PART = "(tools)"
 
 # One row per mapped request with its blocks as parallel arrays (in index
 # order) and the same arrays of the previous request of its lineage.
-_CACHE_ANALYSIS = f"""
+# ``rows``: which analysed requests are returned (a condition on the analysis'
+# columns); ``scope``: a condition on ``requests`` that narrows the requests
+# read to find the previous ones (the lineages of ``rows``: reading every
+# request of the window with its blocks went over the read side's memory
+# limit on a 1 M-request store); ``final``: deduplicate the rows read (the
+# rollup job; readers tolerate an unmerged copy instead).
+def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> str:
+    final_clause = " FINAL" if final else ""
+    return f"""
     WITH
+        analysed AS (
+            SELECT started_at, request_id, trace_id, service, provider, model, process_kind, process_id,
+                   conversation_id, cache_read_tokens, input_tokens, bytes_tools, tools_catalog_sha256
+            FROM {{{{db}}}}.requests{final_clause}
+            WHERE mapped AND {scope}
+              AND started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
+              AND {{{{filters}}}} AND {{{{conversation_filter}}}}
+        ),
         block_arrays AS (
             SELECT
                 request_id,
                 arraySort(groupArray((`index`, toString(name), toString(stability), sha256, size,
                                       toString(layer)))) AS parts
-            FROM {{{{db}}}}.prompt_blocks
+            FROM {{{{db}}}}.blocks{final_clause}
             WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
+              AND {{{{filters}}}} AND request_id IN (SELECT request_id FROM analysed)
             GROUP BY request_id
         ),
         per_request AS (
             SELECT
-                r.started_at AS started_at, r.request_id AS request_id, r.trace_id AS trace_id,
-                r.service AS service, r.provider AS provider, r.model AS model,
-                r.process_kind AS process_kind, r.process_id AS process_id,
-                r.conversation_id AS conversation_id,
-                r.cache_read_tokens AS cache_read_tokens, r.input_tokens AS input_tokens,
-                toInt64(r.bytes_tools) AS tools_bytes, r.tools_catalog_sha256 AS tools_sha256,
-                arrayMap(part -> part.2, b.parts) AS names,
-                arrayMap(part -> part.3, b.parts) AS stabilities,
-                arrayMap(part -> part.4, b.parts) AS hashes,
-                arrayMap(part -> part.5, b.parts) AS sizes,
-                arrayMap(part -> part.6, b.parts) AS layers
-            FROM {{{{db}}}}.prompt_requests AS r
-            INNER JOIN block_arrays AS b ON b.request_id = r.request_id
-            WHERE r.mapped
-              AND r.started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND r.started_at <= {{{{to}}}}
-              AND {{{{filters}}}} AND {{{{conversation_filter}}}}
+                started_at, request_id, trace_id, service, provider, model, process_kind, process_id,
+                conversation_id, cache_read_tokens, input_tokens,
+                toInt64(bytes_tools) AS tools_bytes, tools_catalog_sha256 AS tools_sha256,
+                arrayMap(part -> part.2, parts) AS names,
+                arrayMap(part -> part.3, parts) AS stabilities,
+                arrayMap(part -> part.4, parts) AS hashes,
+                arrayMap(part -> part.5, parts) AS sizes,
+                arrayMap(part -> part.6, parts) AS layers
+            -- USING: ClickHouse 24.8 finds no join keys in CTE-qualified names
+            FROM analysed INNER JOIN block_arrays USING (request_id)
         ),
         with_previous AS (
             SELECT
                 *,
-                lagInFrame(request_id, 1, '') OVER lineage AS previous_request_id,
+                -- the previous request of the lineage, if it started at most a day earlier:
+                -- a verdict does not depend on the window it is read in (nor on the hour the
+                -- rollup job computed it in)
+                if(lagInFrame(started_at) OVER lineage >= started_at - {CONVERSATION_LOOKBACK},
+                   lagInFrame(request_id, 1, '') OVER lineage, '') AS previous_request_id,
                 lagInFrame(names) OVER lineage AS previous_names,
                 lagInFrame(stabilities) OVER lineage AS previous_stabilities,
                 lagInFrame(hashes) OVER lineage AS previous_hashes,
@@ -180,8 +197,32 @@ _CACHE_ANALYSIS = f"""
                 provider_missed, 'provider_miss',
                 'ok') AS verdict
     FROM positions
-    WHERE {{{{time_filter:started_at}}}}
+    WHERE {rows}
 """
+
+# --- readers: the rollup's whole hours plus an analysis of the rest -----------------
+
+# The rest of the window: rows of hours the rollup does not serve, and the
+# requests of their lineages (for the previous request of each).
+_UNROLLED_ROWS = "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+_UNROLLED_SCOPE = ("lineage_key IN (SELECT lineage_key FROM {{db}}.requests WHERE mapped AND "
+                   "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+                   + " AND {{filters}} AND {{conversation_filter}})")
+_UNROLLED_ANALYSIS = cache_analysis(_UNROLLED_ROWS, _UNROLLED_SCOPE)
+_COMPUTED = hours.computed(hours.INSIDE_WINDOW, "{{conversation_unset}}")
+_COMPUTED_HOUR_BUCKETS = hours.computed(hours.INSIDE_WINDOW, "{{conversation_unset}}", hours.HOUR_BUCKETS)
+_ROLLED = hours.ROLLED + " AND {{filters}}"
+
+# The newest `limit` requests of the window; only their lineages are analysed.
+_NEWEST = """newest AS (
+        SELECT request_id, lineage_key FROM {{db}}.requests
+        WHERE mapped AND {{time_filter:started_at}} AND {{filters}} AND {{conversation_filter}}
+        ORDER BY started_at DESC, request_id
+        LIMIT {{limit}}
+    )"""
+_NEWEST_ANALYSIS = cache_analysis(
+    "{{time_filter:started_at}} AND request_id IN (SELECT request_id FROM newest)",
+    "lineage_key IN (SELECT lineage_key FROM newest)")
 
 CACHE_REQUESTS = InsightQuery(
     name="cache_requests",
@@ -192,6 +233,7 @@ CACHE_REQUESTS = InsightQuery(
     "blocks placed before stable blocks.",
     panel="table",
     sql=f"""
+WITH {_NEWEST}
 SELECT
     started_at AS time, trace_id, request_id, service, provider, model, process_kind, conversation_id, verdict,
     changed_block, changed_stability, expected_prefix_bytes, expected_prefix_tokens, cache_read_tokens,
@@ -199,7 +241,7 @@ SELECT
     expected_cached_tokens, rewritten_bytes,
     misplaced_block, displaced_block, stable_bytes_after_turn, previous_request_id, changed_index, changed_is_new,
     has_previous, cache_break, turn_before_stable, provider_missed, expected_cached_bytes, input_tokens, blocks
-FROM ({_CACHE_ANALYSIS})
+FROM ({_NEWEST_ANALYSIS})
 ORDER BY time DESC, request_id
 LIMIT {{{{limit}}}}
 """,
@@ -214,19 +256,34 @@ CACHE_BREAKS_BY_BLOCK = InsightQuery(
     "the previous request of the lineage; with the average expected prefix and reported cache read.",
     panel="table",
     sql=f"""
+WITH {_COMPUTED}
 SELECT
-    changed_block AS block,
-    any(changed_stability) AS stability,
-    count() AS breaks,
-    sum(rewritten_bytes) AS bytes_rewritten,
+    block,
+    any(block_stability) AS stability,
+    sum(block_breaks) AS breaks,
+    sum(block_bytes) AS bytes_rewritten,
     intDiv(bytes_rewritten, {BYTES_PER_TOKEN}) AS tokens_rewritten,
-    toUInt64(round(avg(expected_prefix_tokens))) AS expected_prefix_tokens,
-    toUInt64(round(avgOrNull(cache_read_tokens))) AS reported_cache_read_tokens,
-    uniqExact(conversation_id) AS conversations,
-    any(trace_id) AS example_trace_id
-FROM ({_CACHE_ANALYSIS})
-WHERE cache_break
-GROUP BY changed_block
+    toUInt64(round(sum(expected_sum) / breaks)) AS expected_prefix_tokens,
+    toUInt64(round(if(sum(reported) = 0, NULL, sum(read_sum) / sum(reported)))) AS reported_cache_read_tokens,
+    uniqExactMerge(block_conversations) AS conversations,
+    any(example) AS example_trace_id
+FROM (
+    SELECT toString(break_block) AS block, toString(break_stability) AS block_stability, breaks AS block_breaks,
+           bytes_rewritten AS block_bytes, expected_prefix_tokens_sum AS expected_sum,
+           cache_read_tokens_sum AS read_sum, cache_read_reported AS reported,
+           conversations AS block_conversations, break_trace_id AS example
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {_ROLLED} AND breaks > 0
+    UNION ALL
+    -- typed as the rollup's columns: UNION ALL of Int64 and UInt64 is a Variant in 26.x
+    SELECT changed_block, any(changed_stability), count(), toUInt64(sum(rewritten_bytes)),
+           toUInt64(sum(expected_prefix_tokens)), toInt64(sum(ifNull(cache_read_tokens, 0))),
+           countIf(cache_read_tokens IS NOT NULL), uniqExactState(conversation_id), any(trace_id)
+    FROM ({_UNROLLED_ANALYSIS})
+    WHERE cache_break
+    GROUP BY changed_block
+)
+GROUP BY block
 ORDER BY breaks DESC, bytes_rewritten DESC, block
 """,
     params=("since", "until", "service", "model", "process", "conversation"),
@@ -239,17 +296,29 @@ CACHE_MISORDERED = InsightQuery(
     "blocks: everything stable after it can never be served from the prompt cache.",
     panel="table",
     sql=f"""
+WITH {_COMPUTED}
 SELECT
-    misplaced_block AS block,
-    any(displaced_block) AS before_block,
-    count() AS requests,
-    toUInt64(round(avg(stable_bytes_after_turn))) AS uncacheable_bytes,
+    block,
+    any(before) AS before_block,
+    sum(block_requests) AS requests,
+    toUInt64(round(sum(stable_bytes) / requests)) AS uncacheable_bytes,
     intDiv(uncacheable_bytes, {BYTES_PER_TOKEN}) AS uncacheable_tokens,
-    uniqExact(service) AS services,
-    any(trace_id) AS example_trace_id
-FROM ({_CACHE_ANALYSIS})
-WHERE turn_before_stable
-GROUP BY misplaced_block
+    uniqExact(block_service) AS services,
+    any(example) AS example_trace_id
+FROM (
+    SELECT toString(misplaced_block) AS block, toString(displaced_block) AS before,
+           toString(service) AS block_service, misordered AS block_requests,
+           stable_bytes_after_turn_sum AS stable_bytes, misordered_trace_id AS example
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {_ROLLED} AND misordered > 0
+    UNION ALL
+    SELECT misplaced_block, any(displaced_block), toString(service), count(),
+           toUInt64(sum(stable_bytes_after_turn)), any(trace_id)
+    FROM ({_UNROLLED_ANALYSIS})
+    WHERE turn_before_stable
+    GROUP BY misplaced_block, service
+)
+GROUP BY block
 ORDER BY requests DESC, block
 """,
     params=("since", "until", "service", "model", "process", "conversation"),
@@ -264,15 +333,27 @@ CACHE_SERIES = InsightQuery(
     "the unchanged prefix should give.",
     panel="timeseries",
     sql=f"""
+WITH {_COMPUTED_HOUR_BUCKETS}
 SELECT
-    {{{{bucket:started_at}}}} AS time,
-    countIf(has_previous) AS follow_ups,
-    countIf(cache_break) AS breaks,
-    countIf(turn_before_stable) AS misordered,
-    countIf(provider_missed) AS provider_misses
-FROM ({_CACHE_ANALYSIS})
+    time,
+    sum(bucket_follow_ups) AS follow_ups,
+    sum(bucket_breaks) AS breaks,
+    sum(bucket_misordered) AS misordered,
+    sum(bucket_provider_misses) AS provider_misses
+FROM (
+    SELECT {{{{bucket:hour}}}} AS time, follow_ups AS bucket_follow_ups, breaks AS bucket_breaks,
+           misordered AS bucket_misordered, provider_misses AS bucket_provider_misses
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {_ROLLED}
+    UNION ALL
+    -- if(…, 1, 0): a verdict is Nullable (reported tokens may be NULL), NULL counts as false as in countIf
+    SELECT {{{{bucket:started_at}}}} AS time, toUInt64(if(has_previous, 1, 0)), toUInt64(if(cache_break, 1, 0)),
+           toUInt64(if(turn_before_stable, 1, 0)), toUInt64(if(provider_missed, 1, 0))
+    FROM ({_UNROLLED_ANALYSIS})
+)
 GROUP BY time
 ORDER BY time
 """,
     params=("since", "until", "bucket_seconds", "service", "model", "process", "conversation"),
 )
+

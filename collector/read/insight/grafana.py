@@ -113,6 +113,10 @@ def _field_overrides(columns: list[str], links_on_trace_id: bool) -> list[dict[s
     return overrides
 
 
+# Time series served by the hourly rollups (migration 024) when a bucket holds whole hours.
+HOURLY_ROLLUP_SERIES = frozenset({"growth_series", "cache_series"})
+
+
 def panel(panel_id: int, query: InsightQuery, grid: tuple[int, int, int, int], *, unit: str = "short",
           columns: list[str] = (), title: str | None = None, layer_colors: bool = False) -> dict[str, Any]:
     x, y, width, height = grid
@@ -140,6 +144,9 @@ def panel(panel_id: int, query: InsightQuery, grid: tuple[int, int, int, int], *
     }
     if layer_colors:
         result["fieldConfig"]["overrides"].extend(layer_color_overrides())
+    if query.name in HOURLY_ROLLUP_SERIES:
+        # buckets of whole hours: the hourly rollups serve them (finer ones read raw rows)
+        result["interval"] = "1h"
     if kind == "timeseries":
         result["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 2, "fillOpacity": 10,
                                                        "stacking": {"mode": "none", "group": "A"}}

@@ -7,7 +7,8 @@ prompt; grouped by block name, layer, stability, service, model or process.
 
 from __future__ import annotations
 
-from ..lineage import LINEAGE_SQL
+from ..lineage import LINEAGE_KEY_SQL
+from . import hours
 from .named_query import BYTES_PER_TOKEN, InsightQuery
 
 # Breakdowns the growth queries accept, mapped to the column they group by.
@@ -58,30 +59,54 @@ def _with_window(sql: str, window: str) -> str:
     return sql.replace("{{window}}", window)
 
 
+# The same series over a rollup's columns (LowCardinality there).
+_ROLLUP_SERIES = (_SERIES.replace("layer,", "toString(layer),").replace("stability,", "toString(stability),")
+                  .replace("        name)", "        toString(name))"))
+
+_SERIES_COMPUTED = hours.computed(hours.INSIDE_WINDOW, hours.HOUR_BUCKETS)
+_SERIES_RAW_WINDOW = "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+
 GROWTH_SERIES = InsightQuery(
     name="growth_series",
     title="Prompt bytes per request by ${dimension}",
     description="Average system-prompt bytes per request in each time bucket, split by block name, "
     "layer, stability, service, model or process kind; the parts of a bucket add up to its average prompt.",
     panel="timeseries",
+    # Whole hours from the hourly rollups (hours.py), the rest from raw rows.
     sql=f"""
-WITH
-    parts AS ({_with_window(_PROMPT_PARTS, "{{time_filter:started_at}}")}),
-    requests_per_bucket AS (
-        SELECT {{{{bucket:started_at}}}} AS time, uniqExact(request_id) AS requests
-        FROM ({_with_window(_PROMPT_REQUESTS, "{{time_filter:started_at}}")})
-        GROUP BY time
-    )
+WITH {_SERIES_COMPUTED}
 SELECT
     parts_per_bucket.time AS time,
     parts_per_bucket.series AS series,
     round(parts_per_bucket.bytes / requests_per_bucket.requests, 1) AS bytes_per_request
 FROM (
-    SELECT {{{{bucket:started_at}}}} AS time, {_SERIES} AS series, sum(size) AS bytes
-    FROM parts
+    SELECT time, series, sum(series_bytes) AS bytes
+    FROM (
+        SELECT {{{{bucket:hour}}}} AS time, {_ROLLUP_SERIES} AS series, sum(bytes) AS series_bytes
+        FROM {{{{db}}}}.prompt_parts_hourly
+        WHERE {hours.ROLLED} AND {{{{filters}}}}
+        GROUP BY time, series
+        UNION ALL
+        SELECT {{{{bucket:started_at}}}} AS time, {_SERIES} AS series, sum(size) AS series_bytes
+        FROM ({_with_window(_PROMPT_PARTS, _SERIES_RAW_WINDOW)})
+        GROUP BY time, series
+    )
     GROUP BY time, series
 ) AS parts_per_bucket
-INNER JOIN requests_per_bucket USING (time)
+INNER JOIN (
+    SELECT time, sum(bucket_requests) AS requests
+    FROM (
+        SELECT {{{{bucket:hour}}}} AS time, sum(requests) AS bucket_requests
+        FROM {{{{db}}}}.prompt_requests_hourly
+        WHERE {hours.ROLLED} AND {{{{filters}}}}
+        GROUP BY time
+        UNION ALL
+        SELECT {{{{bucket:started_at}}}} AS time, uniqExact(request_id) AS bucket_requests
+        FROM ({_with_window(_PROMPT_REQUESTS, _SERIES_RAW_WINDOW)})
+        GROUP BY time
+    )
+    GROUP BY time
+) AS requests_per_bucket USING (time)
 ORDER BY time, series
 """,
     params=("since", "until", "bucket_seconds", "dimension", "service", "model", "process"),
@@ -92,6 +117,8 @@ ORDER BY time, series
 _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
+_PERIODS_COMPUTED = hours.computed(hours.INSIDE_PERIODS)
+_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.NOT_ROLLED.format(column="started_at")
 
 # Growth is compared within lineages (collector/read/lineage.py): a part's bytes per
 # request in the current period against the same lineage's in the previous
@@ -109,61 +136,72 @@ GROWTH_ATTRIBUTION = InsightQuery(
     "contribution_pct is the part's share of the change of the whole prompt, so the contributions add "
     "up to the prompt's change_pct.",
     panel="table",
-    # Each source (the requests and their parts) is read once: ClickHouse
-    # evaluates a CTE again wherever it is referenced, and the views behind
-    # them apply FINAL. Lineage counts are window functions over the one
-    # row per request; the totals, window functions over the result.
+    # Whole hours of each period from the hourly rollups (hours.py), the rest
+    # from raw rows: per lineage, its requests and its bytes per part in each
+    # period. ClickHouse evaluates a CTE again wherever it is referenced: the
+    # raw ones are small (the edges of the periods), and the totals are scalar
+    # subqueries that run once.
     sql=f"""
 WITH
     {{{{from}}}} AS period_start,
-    compared AS (
-        SELECT request_id, started_at >= period_start AS current, {LINEAGE_SQL} AS lineage
+    {_PERIODS_COMPUTED},
+    raw_requests AS (
+        SELECT request_id, started_at >= period_start AS current, {LINEAGE_KEY_SQL} AS lineage
         FROM {{{{db}}}}.prompt_requests
-        WHERE {_COMPARISON_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
+        WHERE {_PERIODS_RAW_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
     ),
-    parts AS ({_with_window(_PROMPT_PARTS, _COMPARISON_WINDOW)}),
-    per_request AS (
-        SELECT
-            c.lineage AS lineage,
-            c.current AS current,
-            groupArrayIf(({_SERIES}, p.layer, p.size), p.request_id != '') AS request_parts
-        FROM compared AS c
-        LEFT JOIN parts AS p ON p.request_id = c.request_id
-        GROUP BY c.lineage, c.request_id, c.current
+    lineages AS (
+        SELECT lineage, sum(current_count) AS lineage_current, sum(previous_count) AS lineage_previous
+        FROM (
+            SELECT lineage_key AS lineage, sumIf(requests, hour >= period_start) AS current_count,
+                   sumIf(requests, hour < period_start) AS previous_count
+            FROM {{{{db}}}}.prompt_requests_hourly
+            WHERE {hours.ROLLED} AND {{{{filters}}}}
+            GROUP BY lineage
+            UNION ALL
+            SELECT lineage, uniqExactIf(request_id, current), uniqExactIf(request_id, NOT current)
+            FROM raw_requests
+            GROUP BY lineage
+        )
+        GROUP BY lineage
     ),
-    per_lineage AS (
-        SELECT
-            lineage, current, request_parts,
-            countIf(current) OVER (PARTITION BY lineage) AS lineage_current,
-            countIf(NOT current) OVER (PARTITION BY lineage) AS lineage_previous
-        FROM per_request
+    matched AS (
+        SELECT lineage, lineage_current, lineage_previous FROM lineages
+        WHERE lineage_current > 0 AND lineage_previous > 0
     ),
-    weighed AS (
-        SELECT
-            *,
-            lineage_current > 0 AND lineage_previous > 0 AS matched,
-            uniqExactIf(lineage, matched) OVER () AS lineages_compared,
-            countIf(matched AND current) OVER () AS current_requests,
-            countIf(matched AND NOT current) OVER () AS previous_requests,
-            countIf(NOT matched) OVER () AS requests_not_compared
-        FROM per_lineage
+    part_sums AS (
+        SELECT lineage, series, part_layer, sum(current_bytes) AS lineage_current_sum,
+               sum(previous_bytes) AS lineage_previous_sum
+        FROM (
+            SELECT lineage_key AS lineage, {_ROLLUP_SERIES} AS series, toString(layer) AS part_layer,
+                   sumIf(bytes, hour >= period_start) AS current_bytes,
+                   sumIf(bytes, hour < period_start) AS previous_bytes
+            FROM {{{{db}}}}.prompt_parts_hourly
+            WHERE {hours.ROLLED} AND {{{{filters}}}} AND lineage_key IN (SELECT lineage FROM matched)
+            GROUP BY lineage, series, part_layer
+            UNION ALL
+            SELECT lineage, {_SERIES} AS series, layer AS part_layer,
+                   sumIf(size, current) AS current_bytes, sumIf(size, NOT current) AS previous_bytes
+            FROM ({_with_window(_PROMPT_PARTS, _PERIODS_RAW_WINDOW)}) AS raw_parts
+            INNER JOIN (SELECT request_id, current, lineage FROM raw_requests) AS raw_lineages USING (request_id)
+            WHERE lineage IN (SELECT lineage FROM matched)
+            GROUP BY lineage, series, part_layer
+        )
+        GROUP BY lineage, series, part_layer
     ),
     per_series AS (
         SELECT
-            part.1 AS series,
+            series,
             -- the layers of a block name (by other dimensions: empty)
-            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part.2)), ', '), '') AS layers,
-            sumIf(part.3, current) AS current_sum,
-            sumIf(part.3 * lineage_current / lineage_previous, NOT current) AS previous_sum,
-            any(lineages_compared) AS lineages_compared,
-            any(current_requests) AS current_requests,
-            any(previous_requests) AS previous_requests,
-            any(requests_not_compared) AS requests_not_compared
-        FROM weighed
-        ARRAY JOIN request_parts AS part
-        WHERE matched
+            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part_layer)), ', '), '') AS layers,
+            sum(lineage_current_sum) AS current_sum,
+            sum(lineage_previous_sum * lineage_current / lineage_previous) AS previous_sum
+        FROM part_sums INNER JOIN matched USING (lineage)
         GROUP BY series
-    )
+    ),
+    -- assumeNotNull: ClickHouse 24.8 types a scalar subquery Nullable
+    (SELECT (count(), sum(lineage_current), sum(lineage_previous)) FROM matched) AS compared,
+    (SELECT sum(lineage_current + lineage_previous) FROM lineages) AS all_requests
 SELECT
     series,
     layers,
@@ -172,13 +210,13 @@ SELECT
     round(current_bytes - previous_bytes, 1) AS delta_bytes,
     round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
     if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
-    if(sum(previous_sum) OVER () = 0, NULL,
-       round(100 * delta_bytes / (sum(previous_sum) OVER () / current_requests), 2)) AS contribution_pct,
-    previous_requests,
-    current_requests,
-    lineages_compared,
-    requests_not_compared
-FROM per_series
+    if(previous_total = 0, NULL,
+       round(100 * delta_bytes / (previous_total / current_requests), 2)) AS contribution_pct,
+    assumeNotNull(compared.3) AS previous_requests,
+    assumeNotNull(compared.2) AS current_requests,
+    assumeNotNull(compared.1) AS lineages_compared,
+    assumeNotNull(all_requests) - current_requests - previous_requests AS requests_not_compared
+FROM (SELECT *, sum(previous_sum) OVER () AS previous_total FROM per_series)
 ORDER BY abs(delta_bytes) DESC, series
 """,
     params=("since", "until", "dimension", "service", "model", "process"),

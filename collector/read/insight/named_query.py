@@ -38,6 +38,8 @@ STORE = Dialect(
             " AND ({process:String} = '' OR process_kind = {process:String})"
         ),
         "conversation_filter": "({conversation:String} = '' OR conversation_id = {conversation:String})",
+        # The hourly rollups know no conversation: with one, a query reads raw rows only.
+        "conversation_unset": "({conversation:String} = '')",
     },
     column_slots={
         "time_filter": "{column} >= toDateTime({{since:Int64}}, 'UTC') AND {column} <= toDateTime({{until:Int64}}, 'UTC')",
@@ -64,6 +66,7 @@ GRAFANA = Dialect(
         ),
         # Conversations are drilled into from the inspector, not the dashboard.
         "conversation_filter": "1 = 1",
+        "conversation_unset": "1 = 1",
     },
     column_slots={
         "time_filter": "$__timeFilter({column})",

@@ -170,7 +170,8 @@ def test_server_store_migrates_a_store_written_before_006(chdb_root, tmp_path):
 # Sorting keys that fix a row's partition without naming it: a timestamp or its
 # hour fixes its day. genai_events sorts by a record hash that includes
 # the record's time (collector/write/genai_events.py), so equal keys never span two days.
-DAY_FIXED_BY = {"toDate(started_at)": {"toStartOfHour(started_at)", "started_at"}, "day": {"day"}}
+DAY_FIXED_BY = {"toDate(started_at)": {"toStartOfHour(started_at)", "started_at"}, "day": {"day"},
+                "toDate(hour)": {"hour"}}  # the hourly rollups (migration 024)
 IDENTITY_HOLDS_THE_TIME = {"genai_events"}
 
 

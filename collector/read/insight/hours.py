@@ -1,0 +1,39 @@
+"""Which hours of a window the hourly rollups serve, and which rows the rest is computed from.
+
+The rollup job (``rollups``) recomputes whole hours from the deduplicated
+rows and records each computation in ``rollup_hours`` (migration 024). A
+query takes, per hour, the rows of the newest recorded computation, for the
+whole hours inside its window only; every other row of the window (the
+current hour, the ragged edges, hours the job has not done yet) is computed
+from raw rows as before. So an answer is the raw computation's, whatever the
+job's progress; the rollups only make it cheap.
+"""
+
+from __future__ import annotations
+
+
+def computed(hours_inside: str, *conditions: str) -> str:
+    """The ``computed`` CTE: (hour, computed_at) of the newest computation of each
+    hour that satisfies ``hours_inside`` (a condition on ``hour``) and ``conditions``."""
+    where = " AND ".join((hours_inside, *conditions))
+    return f"""computed AS (
+        SELECT hour, max(computed_at) AS computed_at
+        FROM {{{{db}}}}.rollup_hours
+        WHERE {where}
+        GROUP BY hour
+    )"""
+
+
+# Whole hours inside [from, to] (to is inclusive, as $__timeFilter).
+INSIDE_WINDOW = "hour >= {{from}} AND hour + 3600 <= {{to}}"
+# Whole hours inside one of the two periods of a growth comparison:
+# [from - (to - from), from) and [from, to]; an hour is never split between them.
+INSIDE_PERIODS = ("hour >= {{from}} - ({{to}} - {{from}}) AND hour + 3600 <= {{to}}"
+                  " AND (hour + 3600 <= {{from}} OR hour >= {{from}})")
+# A chart's buckets must hold whole hours for an hour's rollup to fall in one of them.
+HOUR_BUCKETS = "{{bucket_seconds}} % 3600 = 0"
+
+# Rollup rows of the hours in ``computed``.
+ROLLED = "(hour, computed_at) IN (SELECT hour, computed_at FROM computed)"
+# Raw rows of the hours not in ``computed`` (``column``: the row's start).
+NOT_ROLLED = "toStartOfHour({column}) NOT IN (SELECT hour FROM computed)"
