@@ -161,7 +161,8 @@ def test_a_replacement_row_replaces_the_request_in_the_rollups(store, now_ns):
     assert int(requests[0]["n"]) == len(records)
 
 
-def test_a_late_request_recomputes_its_hour_and_the_verdicts_after_it(store, now_ns):
+def test_a_late_request_recomputes_its_hour_and_the_verdicts_after_it(store, now_ns, monkeypatch):
+    monkeypatch.setattr(rollups, "OVERLAP_SECONDS", 0)  # only rows received after the last run
     records = _records_in_the_past(now_ns)
     late = records.pop(len(records) // 2)
     write_records(store, records)
@@ -169,10 +170,14 @@ def test_a_late_request_recomputes_its_hour_and_the_verdicts_after_it(store, now
     write_records(store, [late])
     hours = rollups.run_once(store)
     late_hour = late.started_at_ns // 10**9 // HOUR * HOUR
-    later_in_lineage = [record.started_at_ns // 10**9 // HOUR * HOUR for record in records
+    later_in_lineage = {record.started_at_ns // 10**9 // HOUR * HOUR for record in records
                         if record.conversation_id == late.conversation_id
-                        and late.started_at_ns < record.started_at_ns <= late.started_at_ns + 86400 * 10**9]
-    assert late_hour in hours and set(later_in_lineage) <= set(hours)
+                        and late.started_at_ns < record.started_at_ns <= late.started_at_ns + 86400 * 10**9}
+    assert late_hour in hours and later_in_lineage and later_in_lineage <= set(hours)
+    # the hours of other requests, more than a day away, are left as they are
+    untouched = {record.started_at_ns // 10**9 // HOUR * HOUR for record in records
+                 if abs(record.started_at_ns - late.started_at_ns) > 2 * 86400 * 10**9}
+    assert untouched and not untouched & set(hours)
 
 
 def test_lineage_key_column_is_the_lineage_sql_hashed(scenario_store):
