@@ -84,7 +84,11 @@ def main() -> int:
         migrate(store)  # a store built by an older tree gets the newer migrations
         # What the collector's rollup job does every minute; on a store without rollups yet, every hour.
         started, cpu = time.time(), time.process_time()
-        recomputed = rollups.run_once(store)
+        # The generated traffic may be dated ahead of this machine's clock: the job runs as of a day after
+        # the last request, so that every hour of it is complete (an hour is rolled up once it has ended).
+        last_ms = int(store.query("SELECT toInt64(toUnixTimestamp64Milli(max(started_at))) AS last "
+                                  "FROM {db:Identifier}.requests", {"db": store.database})[0]["last"])
+        recomputed = rollups.run_once(store, now_ms=max(last_ms + 86_400_000, int(time.time() * 1000)))
         print(f"rollup job: {len(recomputed)} hours recomputed in {time.time() - started:.1f} s "
               f"({time.process_time() - cpu:.1f} s CPU)", file=sys.stderr)
         version = store.query("SELECT version() AS v")[0]["v"]

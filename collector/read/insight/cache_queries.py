@@ -74,7 +74,10 @@ def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> s
                                       toString(layer)))) AS parts
             FROM {{{{db}}}}.blocks{final_clause}
             WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
-              AND {{{{filters}}}} AND request_id IN (SELECT request_id FROM analysed)
+              AND {{{{filters}}}}
+              -- the sorting key's prefix: the primary key finds the granules of these requests
+              AND (service, toStartOfHour(started_at), request_id)
+                  IN (SELECT service, toStartOfHour(started_at), request_id FROM analysed)
             GROUP BY request_id
         ),
         per_request AS (
@@ -204,9 +207,9 @@ def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> s
 
 # The rest of the window: rows of hours the rollup does not serve, and the
 # requests of their lineages (for the previous request of each).
-_UNROLLED_ROWS = "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+_UNROLLED_ROWS = "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
 _UNROLLED_SCOPE = ("lineage_key IN (SELECT lineage_key FROM {{db}}.requests WHERE mapped AND "
-                   "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+                   "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
                    + " AND {{filters}} AND {{conversation_filter}})")
 _UNROLLED_ANALYSIS = cache_analysis(_UNROLLED_ROWS, _UNROLLED_SCOPE)
 _COMPUTED = hours.computed(hours.INSIDE_WINDOW, "{{conversation_unset}}")

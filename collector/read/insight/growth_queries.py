@@ -64,7 +64,7 @@ _ROLLUP_SERIES = (_SERIES.replace("layer,", "toString(layer),").replace("stabili
                   .replace("        name)", "        toString(name))"))
 
 _SERIES_COMPUTED = hours.computed(hours.INSIDE_WINDOW, hours.HOUR_BUCKETS)
-_SERIES_RAW_WINDOW = "{{time_filter:started_at}} AND " + hours.NOT_ROLLED.format(column="started_at")
+_SERIES_RAW_WINDOW = "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
 
 GROWTH_SERIES = InsightQuery(
     name="growth_series",
@@ -118,7 +118,7 @@ _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
 _PERIODS_COMPUTED = hours.computed(hours.INSIDE_PERIODS)
-_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.NOT_ROLLED.format(column="started_at")
+_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.not_rolled("started_at")
 
 # Growth is compared within lineages (collector/read/lineage.py): a part's bytes per
 # request in the current period against the same lineage's in the previous

@@ -239,9 +239,11 @@ def recompute(store: Store, hours: list[int], computed_at_ms: int) -> None:
         store.execute(RECORD_COMPUTED, params)
 
 
-def run_once(store: Store, *, settle_seconds: int = SETTLE_SECONDS) -> list[int]:
-    """One run of the job; the hours recomputed."""
-    now_ms = int(store.query(NOW)[0]["now_ms"])
+def run_once(store: Store, *, settle_seconds: int = SETTLE_SECONDS, now_ms: int | None = None) -> list[int]:
+    """One run of the job; the hours recomputed. ``now_ms``: the store's clock (default its own; a
+    benchmark store of generated traffic dated ahead of the machine's clock reads it as of later)."""
+    if now_ms is None:
+        now_ms = int(store.query(NOW)[0]["now_ms"])
     hours = hours_to_compute(store, now_ms, settle_seconds=settle_seconds)
     recompute(store, hours, now_ms)
     store.execute(RECORD_RUN, {"db": store.database, "job": JOB_NAME, "ran_at_ms": now_ms})
