@@ -29,9 +29,12 @@ _PROMPT_PARTS = """
     SELECT started_at, request_id, service, model, process_kind,
            toString(name) AS name, toString(layer) AS layer, toString(stability) AS stability,
            size
-    FROM {{db}}.prompt_blocks
+    FROM {{db}}.blocks
     WHERE {{window}} AND {{filters}}
-      AND request_id IN (SELECT request_id FROM {{db}}.prompt_requests WHERE mapped AND {{window}})
+      -- blocks of mapped requests (the one block prompt_blocks adds for a prompt sent as log
+      -- events is an unmapped request's), found by the sorting key's prefix
+      AND (service, toStartOfHour(started_at), request_id)
+          IN (SELECT service, toStartOfHour(started_at), request_id FROM {{db}}.requests WHERE mapped AND {{window}})
     UNION ALL
     SELECT started_at, request_id, service, model, process_kind,
            '(unmapped)', '(unmapped)', '(unmapped)', prompt_bytes
@@ -118,7 +121,7 @@ _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
 _PERIODS_COMPUTED = hours.computed(hours.INSIDE_PERIODS)
-_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.not_rolled("started_at")
+_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.not_rolled_in_periods("started_at")
 
 # Growth is compared within lineages (collector/read/lineage.py): a part's bytes per
 # request in the current period against the same lineage's in the previous
@@ -145,6 +148,7 @@ GROWTH_ATTRIBUTION = InsightQuery(
 WITH
     {{{{from}}}} AS period_start,
     {_PERIODS_COMPUTED},
+    {hours.PERIOD_RUNS},
     raw_requests AS (
         SELECT request_id, started_at >= period_start AS current, {LINEAGE_KEY_SQL} AS lineage
         FROM {{{{db}}}}.prompt_requests

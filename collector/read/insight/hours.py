@@ -37,13 +37,31 @@ HOUR_BUCKETS = "{{bucket_seconds}} % 3600 = 0"
 ROLLED = "(hour, computed_at) IN (SELECT hour, computed_at FROM computed)"
 
 
+def outside_run(column: str, cte: str = "computed") -> str:
+    """True for rows outside the run of hours in ``cte`` when that run has no holes (else true
+    for all rows): constants once the scalar subqueries are computed, so the primary key and
+    the day partitions prune by them."""
+    return (f"({column} < assumeNotNull((SELECT min(hour) FROM {cte}))"
+            f" OR {column} >= assumeNotNull((SELECT max(hour) FROM {cte})) + 3600"
+            " OR assumeNotNull((SELECT count() != intDiv(toUInt32(max(hour)) - toUInt32(min(hour)), 3600) + 1"
+            f" FROM {cte})))")
+
+
 def not_rolled(column: str) -> str:
     """Raw rows of the hours not in ``computed`` (``column``: the row's start). The NOT IN
     alone would read every day of the window; when the computed hours are one run without
     holes (the usual case) the ranges before and after it say the same as constants, so
     only the day partitions of the window's edges are read."""
+    return f"toStartOfHour({column}) NOT IN (SELECT hour FROM computed) AND {outside_run(column)}"
+
+
+# The same for the two periods of a growth comparison: the hour that holds the
+# period boundary is never rolled up, so each period's run is checked on its own.
+PERIOD_RUNS = """computed_previous AS (SELECT hour FROM computed WHERE hour < {{from}}),
+    computed_current AS (SELECT hour FROM computed WHERE hour >= {{from}})"""
+
+
+def not_rolled_in_periods(column: str) -> str:
     return (f"toStartOfHour({column}) NOT IN (SELECT hour FROM computed)"
-            f" AND ({column} < assumeNotNull((SELECT min(hour) FROM computed))"
-            f" OR {column} >= assumeNotNull((SELECT max(hour) FROM computed)) + 3600"
-            " OR assumeNotNull((SELECT count() != intDiv(toUInt32(max(hour)) - toUInt32(min(hour)), 3600) + 1"
-            " FROM computed)))")
+            f" AND (({column} < {{{{from}}}} AND {outside_run(column, 'computed_previous')})"
+            f" OR ({column} >= {{{{from}}}} AND {outside_run(column, 'computed_current')}))")
