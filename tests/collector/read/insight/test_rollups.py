@@ -207,3 +207,32 @@ def test_a_store_of_migration_23_keeps_its_answers_and_gets_rollups(chdb_root, n
         _assert_same_answers(raw, _answers(old, now_s))
     finally:
         chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+def test_a_window_whose_hours_are_all_rolled_up_reads_only_its_edges_raw(store, now_ns):
+    """Every hour of two days has requests (a run of rolled-up hours without holes: the raw rows are
+    read by the ranges before and after it); the answers are still the raw ones."""
+    from ...write_path_samples import make_request
+
+    now_s = now_ns // 10**9
+    start_ns = (now_s - 3 * 86400) // HOUR * HOUR * 10**9
+    records = [make_request(number, started_at_ns=start_ns + number * 1200 * 10**9,
+                            turn_text=f"Turn {number}: " + "x" * (number % 7) * 50 + "\n")[1]
+               for number in range(3 * 24 * 3 - 12)]
+    write_records(store, records)
+    windows = [(now_s - 2 * 86400 - 1234, now_s - 86400 + 777), (now_s - 86400, now_s)]
+
+    def answers():
+        found = {}
+        for since, until in windows:
+            for name in ("growth_series", "growth_attribution", "cache_series", "cache_breaks_by_block",
+                         "cache_misordered"):
+                params = {"since": since, "until": until, "bucket_seconds": HOUR, "dimension": "name",
+                          "service": "", "model": "", "process": "", "conversation": "", "limit": 500}
+                found[(name, since, until)] = report.run(store, name, {key: params[key] for key in QUERIES[name].params})
+        return found
+
+    raw = answers()
+    assert all(raw[("growth_series", since, until)] for since, until in windows)
+    assert len(rollups.run_once(store)) >= 48
+    _assert_same_answers(raw, answers())
