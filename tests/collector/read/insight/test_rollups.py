@@ -236,3 +236,27 @@ def test_a_window_whose_hours_are_all_rolled_up_reads_only_its_edges_raw(store, 
     assert all(raw[("growth_series", since, until)] for since, until in windows)
     assert len(rollups.run_once(store)) >= 48
     _assert_same_answers(raw, answers())
+
+
+def test_a_prompt_sent_as_log_events_is_rolled_up_with_its_request(store, now_ns, monkeypatch):
+    """The job fills in a system prompt that arrived as GenAI log events, as the view prompt_requests does."""
+    from ...event_samples import span_record, write_events
+    from ...log_samples import OPENAI_V2_EVENTS, SYSTEM_PROMPT
+
+    # the log records carry the clock's time: the job runs as of two hours later, when their hour is complete
+    monkeypatch.setattr(rollups, "OVERLAP_SECONDS", 4 * HOUR)
+    hour = now_ns // 10**9 // HOUR * HOUR
+    later_ms = (hour + 2 * HOUR + rollups.SETTLE_SECONDS) * 1000
+    write_records(store, [span_record(0xAB << 64, 0xAB, hour * 10**9 + 10**9)])
+    assert hour in rollups.run_once(store, now_ms=later_ms)
+    params = {"since": hour, "until": hour + HOUR, "bucket_seconds": HOUR, "dimension": "name",
+              "service": "", "model": "", "process": ""}
+    assert report.run(store, "growth_series", params) == []
+    write_events(store, OPENAI_V2_EVENTS, 0xAB << 64, 0xAB)
+    assert hour in rollups.run_once(store, now_ms=later_ms)
+    assert _count(store, "rollup_hours") >= 2
+    [point] = report.run(store, "growth_series", params)
+    assert point["bytes_per_request"] == len(SYSTEM_PROMPT.encode("utf-8"))
+    rows = store.query("SELECT toString(name) AS name, bytes FROM {db:Identifier}.prompt_parts_hourly "
+                       "ORDER BY computed_at DESC LIMIT 1", {"db": store.database})
+    assert rows == [{"name": "(unmapped)", "bytes": len(SYSTEM_PROMPT.encode("utf-8"))}]
