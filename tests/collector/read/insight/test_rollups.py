@@ -25,6 +25,9 @@ from . import scenario
 
 HOUR = 3600
 
+# On ClickHouse 24.8 too (make test)
+pytestmark = pytest.mark.clickhouse
+
 
 def _answers(store, now_s: int) -> dict:
     """Every panel query over windows with whole and ragged edges, with hour, day and finer buckets."""
