@@ -30,7 +30,7 @@ from starlette.routing import Route
 from .config import LOOPBACK_NAMES, PROMPTPRISM_UI_ALLOWED_HOSTS, WILDCARD_HOSTS, CollectorConfig, is_loopback
 from .metrics import Metrics
 from .read.api import api_routes
-from .read_limits import ReadGate, ReadStore
+from .read_limits import INGEST_ACTIVE_SECONDS, ReadGate, ReadStore
 from .read.insight.rollups import RollupJob
 from .read.insight.routes import insight_routes
 from .read.inspector import inspector_routes
@@ -192,8 +192,9 @@ def ui_app(store, *, metrics: Metrics, token: str | None, ready: threading.Event
     # A path or method no route takes: JSON under /api/, the styled error page elsewhere.
     handler = not_found(pages)
     # Readers must not starve ingest: bounded read requests, bounded read queries (read_limits).
+    ingest_active = None if metrics is None else (lambda: metrics.ingest_active(INGEST_ACTIVE_SECONDS))
     app = ReadGate(Starlette(routes=routes + read_side_routes(ReadStore(store), pages),
-                             exception_handlers={404: handler, 405: handler}))
+                             exception_handlers={404: handler, 405: handler}), ingest_active=ingest_active)
     return UiTokenGuard(app, token) if token else app
 
 

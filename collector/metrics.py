@@ -79,6 +79,7 @@ class Metrics:
     def __init__(self, sink_stats: SinkStats | None = None) -> None:
         """``sink_stats``: read at each scrape (the sink's ``stats``; empty while there is no sink)."""
         self.registry = CollectorRegistry()
+        self.last_export_at: float | None = None  # time.monotonic() of the newest export, any outcome
 
         def counter(name: str, help_text: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(name, help_text, labels, namespace=NAMESPACE, registry=self.registry)
@@ -123,8 +124,14 @@ class Metrics:
             self.registry.register(_SinkStatistics(sink_stats))
 
     def export_finished(self, transport: str, outcome: str, payload_bytes: int = 0) -> None:
+        self.last_export_at = time.monotonic()
         self.exports.labels(transport, outcome).inc()
         self.received_bytes.labels(transport).inc(payload_bytes)
+
+    def ingest_active(self, within: float) -> bool:
+        """Whether an export arrived in the last ``within`` seconds."""
+        last = self.last_export_at
+        return last is not None and time.monotonic() - last <= within
 
     def batch_accepted(self, spans: int, rejected: int, requests: int, blocks: int,
                        unmapped: Mapping[str, int]) -> None:

@@ -10,7 +10,10 @@ going under read load:
   runs at most ``READ_TIME_SHARE`` of the time (a budget of read seconds
   that refills at that rate, up to ``READ_TIME_BURST_SECONDS``): a page or
   a dashboard refresh runs at once, readers looping without pause wait
-  between reads, and ingest keeps the rest.
+  between reads, and ingest keeps the rest. The budget holds only while
+  there is ingest to protect (an export in the last
+  ``INGEST_ACTIVE_SECONDS``): with none, a user clicking through the
+  inspector is never made to wait for reads nobody competes with.
 - ``ReadStore`` (the store the read side is given): every read query runs
   with ``READ_QUERY_SETTINGS`` — one thread, a time limit and a memory
   limit — so one heavy query cannot take both cores or the memory ingest
@@ -47,6 +50,9 @@ READ_TIME_SHARE = 0.5
 # Read seconds that may run back to back before the share applies (a
 # dashboard refresh of a dozen panels, a page and its API calls).
 READ_TIME_BURST_SECONDS = 3.0
+# How long after an export the read budget keeps applying (exporters send
+# every few seconds while an application runs: 5 s is the SDK's batch delay).
+INGEST_ACTIVE_SECONDS = 10.0
 # Paths that are never gated: probes and scrapes are cheap and must answer
 # while the read side is busy.
 UNGATED_PATHS = frozenset({"/healthz", "/metrics"})
@@ -65,8 +71,12 @@ class ReadGate:
     """ASGI middleware: a bounded number of read requests run, a bounded number wait, the rest get 503."""
 
     def __init__(self, app, *, running: int | None = None, waiting: int | None = None,
-                 share: float | None = None, burst: float | None = None, clock=time.monotonic, sleep=None):
+                 share: float | None = None, burst: float | None = None, clock=time.monotonic, sleep=None,
+                 ingest_active=None):
+        """``ingest_active``: a function saying whether ingest is under way now; the read budget
+        applies only while it says so (None: always)."""
         self.app = app
+        self._ingest_active = ingest_active
         self.running = MAX_RUNNING_READS if running is None else running
         self.waiting_limit = MAX_WAITING_READS if waiting is None else waiting
         self.budget = ReadBudget(READ_TIME_SHARE if share is None else share,
@@ -93,7 +103,7 @@ class ReadGate:
         try:
             await self._places.acquire()
             try:
-                while (pause := self.budget.wait_before_start()) > 0:
+                while self._budgeted() and (pause := self.budget.wait_before_start()) > 0:
                     self.throttled_seconds += pause
                     await self._sleep(pause)
             except BaseException:
@@ -105,8 +115,12 @@ class ReadGate:
         try:
             return await self.app(scope, receive, send)
         finally:
-            self.budget.charge(self._clock() - started)
+            if self._budgeted():  # reads while nothing is ingested cost ingest nothing
+                self.budget.charge(self._clock() - started)
             self._places.release()
+
+    def _budgeted(self) -> bool:
+        return self._ingest_active is None or self._ingest_active()
 
 
 class ReadBudget:

@@ -181,3 +181,45 @@ def test_the_gate_waits_for_the_read_budget_before_running_a_read():
     # 4 s of reading from a full budget of 1 s (it cannot refill past full): 3 s overdrawn, 6 s to wait.
     assert pauses == [pytest.approx(6.0)]
     assert gate.throttled_seconds == pytest.approx(6.0)
+
+
+def test_the_read_budget_holds_only_while_there_is_ingest_to_protect():
+    """With no export for a while, a user clicking through pages never waits for the budget (and is not
+    charged for it); once exports arrive, sustained reads are held to their share again."""
+    clock = _Clock()
+    pauses = []
+    ingesting = [False]
+
+    async def sleep(seconds):
+        pauses.append(seconds)
+        clock.now += seconds
+
+    async def scenario():
+        async def slow(request):
+            clock.now += 4.0
+            return PlainTextResponse("read")
+
+        gate = ReadGate(Starlette(routes=[Route("/slow", slow)]), running=1, waiting=4, share=0.5, burst=1.0,
+                        clock=clock, sleep=sleep, ingest_active=lambda: ingesting[0])
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://test") as client:
+            for _ in range(3):  # 12 s of reading, nothing ingested: no wait, nothing charged
+                assert (await client.get("/slow")).status_code == 200
+            assert not pauses
+            ingesting[0] = True
+            for _ in range(2):
+                assert (await client.get("/slow")).status_code == 200
+        return gate
+
+    asyncio.run(scenario())
+    assert pauses == [pytest.approx(6.0)]  # the full burst of 1 s, then 3 s overdrawn: 6 s at a share of 0.5
+
+
+def test_metrics_say_whether_ingest_is_under_way():
+    from promptprism.collector.metrics import Metrics
+
+    metrics = Metrics()
+    assert not metrics.ingest_active(10.0)
+    metrics.export_finished("http", "ok", 10)
+    assert metrics.ingest_active(10.0)
+    metrics.last_export_at -= 11.0
+    assert not metrics.ingest_active(10.0)
