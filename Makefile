@@ -50,9 +50,21 @@ browser:
 run: $(STAMP)
 	$(BIN)/promptprism collector
 
+# The two passes run at the same time (each mostly uses one of the machine's
+# cores); the 24.8 pass's output is shown when both are done, and it takes its
+# test ports from its own range (tests/support.py). Either failing fails the target.
+CH248_LOG := .pytest-ch248.log
+CH248_PORTS ?= 20000-29999
 test: $(STAMP) $(STAMP_CH248) browser
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(BIN_CH248)/python -m pytest $(CH248_PYTEST_ARGS) $(PYTEST_ARGS)
+	@echo "ClickHouse 24.8 pass (.venv-ch248, $(CH248_PYTEST_ARGS)) running beside this one; its output follows this pass's"
+	@PROMPTPRISM_TEST_PORTS=$(CH248_PORTS) $(BIN_CH248)/python -m pytest -p no:cacheprovider \
+	    $(CH248_PYTEST_ARGS) $(PYTEST_ARGS) >$(CH248_LOG) 2>&1 & ch248=$$!; \
+	trap 'kill $$ch248 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest $(PYTEST_ARGS); main_pass=$$?; \
+	wait $$ch248; ch248_pass=$$?; \
+	echo; echo "==== ClickHouse 24.8 pass ($(BIN_CH248)/python -m pytest $(CH248_PYTEST_ARGS) $(PYTEST_ARGS))"; \
+	cat $(CH248_LOG); rm -f $(CH248_LOG); \
+	test $$main_pass = 0 && test $$ch248_pass = 0
 
 # Only the ClickHouse 24.8 pass (e.g. while porting a query or a migration).
 test-ch248: $(STAMP_CH248)
@@ -64,4 +76,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/read_load.py
 
 clean:
-	rm -rf $(VENV) $(VENV_CH248) promptprism-data .pytest_cache
+	rm -rf $(VENV) $(VENV_CH248) promptprism-data .pytest_cache $(CH248_LOG)

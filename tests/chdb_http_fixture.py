@@ -34,7 +34,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,8 @@ import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlparse
+
+from support import free_port  # tests/ is on sys.path: the rootdir conftest, or this script's own folder
 
 # URL arguments that steer the HTTP session, not the query: never SET.
 TRANSPORT_ARGUMENTS = {
@@ -249,12 +250,6 @@ class FixtureServer(ThreadingHTTPServer):
                 if path:
                     os.unlink(path)
         return payload, fmt, 0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ChdbHttpProcess:

@@ -30,10 +30,14 @@ pytestmark = pytest.mark.clickhouse
 
 
 def _answers(store, now_s: int) -> dict:
-    """Every panel query over windows with whole and ragged edges, with hour, day and finer buckets."""
+    """Every panel query over windows with whole and ragged edges, with hour, day and finer buckets.
+
+    On ClickHouse 24.8 (a legacy chdb, ~150 ms of CPU per query) only the window ragged at both ends:
+    the same SQL as the other two, which the 26.x pass compares."""
     answers = {}
-    windows = [(now_s - 7 * 86400, now_s), (now_s - 9 * 86400 - 1234, now_s - 86400 + 777),
-               (now_s - 5 * 86400 + 1800, now_s - 2 * 86400)]
+    windows = [(now_s - 9 * 86400 - 1234, now_s - 86400 + 777)]
+    if not store.legacy:
+        windows += [(now_s - 7 * 86400, now_s), (now_s - 5 * 86400 + 1800, now_s - 2 * 86400)]
     for since, until in windows:
         for name, query in QUERIES.items():
             if name.startswith("genai_"):
