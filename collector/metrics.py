@@ -48,7 +48,7 @@ SINK_COUNTERS = {
     "batches_accepted": "exports made durable",
     "batches_duplicate": "exports re-sent and recognised as already stored",
     "batches_spooled": "exports written to the spool because the store was down",
-    "batches_spooled_under_load": "exports acknowledged from the spool while the writer was busy, inserted in groups",
+    "batches_spooled_under_load": "exports acknowledged from the spool while the writer was busy or another export was being converted, inserted in groups",
     "batches_replayed": "spooled exports moved into the store",
     "backpressure": "exports refused as retryable by the sink",
     "store_unavailable": "times the store was found unreachable",

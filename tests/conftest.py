@@ -83,6 +83,16 @@ def store(chdb_root, migrated_template):
     test`'s second pass on ClickHouse 24.8 needs to fit its budget. A test of
     the migrations themselves migrates a database of its own.
     """
+    yield from _migrated_copy(chdb_root, migrated_template)
+
+
+@pytest.fixture
+def second_store(chdb_root, migrated_template):
+    """Another migrated, empty database, for a test that compares two stores (as ``store``)."""
+    yield from _migrated_copy(chdb_root, migrated_template)
+
+
+def _migrated_copy(chdb_root, migrated_template):
     template, statements = migrated_template
     database = f"test_{uuid.uuid4().hex[:12]}"
     fresh = chdb_root.with_database(database)

@@ -5,17 +5,20 @@ store, or written (fsync'ed) to the spool under ``data_dir``. Every INSERT
 costs ~30 ms of CPU whatever its size (README "The collector", throughput:
 eight exports in one INSERT cost 41 ms instead of 8 × 32), so inserts are grouped:
 
-- when the sink is idle, the writer thread inserts the batch at once (one
-  insert per table) and the accept returns after the insert: a lone client
-  sees its rows in the store as soon as it is answered;
-- under load — the writer busy inserting, or spooled batches waiting — the
-  receiver's thread writes its batch to the spool and returns (durable: the
-  OTLP contract allows acknowledging there), and the replay thread inserts
-  whatever the spool holds as one group, after waiting up to
+- when the sink is idle and no other export is being converted, the writer
+  thread inserts the batch at once (one insert per table) and the accept
+  returns after the insert: a lone client sees its rows in the store as soon
+  as it is answered;
+- under load — another export being converted (``converting``), the writer
+  busy inserting, or spooled batches waiting — the receiver's thread writes
+  its batch to the spool and returns (durable: the OTLP contract allows
+  acknowledging there), and the replay thread inserts whatever the spool
+  holds as one group (group commit), after waiting up to
   ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill — only while other exports
-  are being converted (``converting``): with none under way nothing else is
-  coming, and it inserts at once. Rows acknowledged this way reach the store
-  that much later.
+  are being converted: with none under way nothing else is coming, and it
+  inserts at once. Rows acknowledged this way reach the store that much
+  later. The replay takes the tables of files this process wrote from
+  memory (``spool.MAX_KEPT_BYTES``), not from disk.
 
 The same replay thread moves batches spooled while the store was unreachable
 into it when it is back, and deletes each file only after its insert
@@ -84,10 +87,12 @@ REPLAY_POLL_SECONDS = 1.0
 # was written before inserting, so that several exports share each INSERT
 # (eight cost ~41 ms of CPU where one costs ~32 ms). It is how much later
 # rows acknowledged from the spool appear in the store; far below an
-# exporter's timeout, and the spool is durable meanwhile.
-SPOOL_GROUP_LINGER_SECONDS = 0.25
+# exporter's timeout, and the spool is durable meanwhile. Longer than one
+# 512-span export's conversion on a busy 2-core machine (~0.3-0.5 s), so that
+# the exports converted meanwhile join the group (0.25 s: groups of one).
+SPOOL_GROUP_LINGER_SECONDS = 0.5
 # …unless this much is waiting already: a group that size amortizes the INSERT well.
-SPOOL_GROUP_FULL_BYTES = 32 * 1024 * 1024
+SPOOL_GROUP_FULL_BYTES = MAX_GROUP_BYTES
 # A starting collector first replays what an earlier run left in the spool,
 # for at most this long, so that what it acknowledged is readable once it
 # answers /healthz; the rest follows in the background.
@@ -198,8 +203,10 @@ class Sink:
         with self._condition:
             if self._closing:
                 raise Backpressure("the collector is shutting down", 1.0)
+            # Another export being converted is coming: this one waits for it in the spool
+            # (durable, acknowledged now) and both share one insert per table.
             under_load = (self._writer_busy or bool(self._queue) or self.spool.depth_files > 0
-                          or time.monotonic() < self._store_down_until)
+                          or self._converting > 0 or time.monotonic() < self._store_down_until)
             if not under_load:
                 over = len(self._queue) >= MAX_PENDING_BATCHES or (
                     self._queue and self._pending_bytes + ticket.size > MAX_PENDING_BYTES)
@@ -551,8 +558,7 @@ class Sink:
                     return -1
                 moved += result
             return moved
-        for path, _ in groups:
-            self.spool.remove(path)
+        self.spool.remove_all([path for path, _ in groups])
         if intent is not None:
             self.spool.remove_intent(intent)
         batch_tokens = [batch for _, group in loaded for batch in group.batch_tokens]

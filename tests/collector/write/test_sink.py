@@ -116,12 +116,13 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
             errors.append(error)
 
     threads = [threading.Thread(target=send, args=(batch,)) for batch in batches]
-    # Another export is being converted meanwhile: the replay waits for it rather than inserting at once.
-    conversion = sink.converting()
-    conversion.__enter__()
+    threads[0].start()  # nothing else under way: inserted at once
+    conversion = None
     try:
-        threads[0].start()
         assert gated.entered.wait(60), "the writer never inserted the first batch"
+        # Another export is being converted meanwhile: the replay waits for it rather than inserting at once.
+        conversion = sink.converting()
+        conversion.__enter__()
         for thread in threads[1:]:  # the writer is held inside the first insert: they go to the spool
             thread.start()
         for thread in threads[1:]:  # and are acknowledged from there, durable, before any of them is inserted
@@ -131,7 +132,8 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
         assert stats["batches_spooled_under_load"] == len(batches) - 1 and stats["spool_batches"] == len(batches) - 1
         assert gated.inserts == 0
     finally:
-        conversion.__exit__(None, None, None)
+        if conversion is not None:
+            conversion.__exit__(None, None, None)
         gated.gate.set()
         for thread in threads:
             thread.join()

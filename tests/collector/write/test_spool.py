@@ -37,6 +37,30 @@ def test_files_replay_in_write_order_and_are_removed(tmp_path):
     assert Spool(tmp_path, max_bytes=10**8, max_files=10).pending() == paths[1:]
 
 
+def test_a_file_this_process_wrote_is_replayed_from_its_kept_copy_and_forgotten_once_removed(tmp_path):
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    written = group()
+    path = spool.write(written)
+    path.write_bytes(b"damaged after it was written")  # what the replay reads is the group as written
+    assert spool.read(path) is written
+    spool.remove(path)
+    assert spool.depth_files == 0 and spool._kept_bytes == 0 and not spool._kept
+
+
+def test_past_the_kept_bound_files_are_read_back_from_disk(tmp_path, monkeypatch):
+    from promptprism.collector.write import spool as spool_module
+
+    monkeypatch.setattr(spool_module, "MAX_KEPT_BYTES", len(encode(group())))
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
+    first, second = group(0), group(1)
+    first_path, second_path = spool.write(first), spool.write(second)
+    assert spool.read(first_path) is first
+    read_back = spool.read(second_path)
+    assert read_back is not second and read_back.batch_tokens == second.batch_tokens
+    for name, table in second.tables.tables.items():
+        assert read_back.tables.tables[name].equals(table), name
+
+
 def test_a_write_cut_short_is_discarded_at_start(tmp_path):
     spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
     kept = spool.write(group())
@@ -66,9 +90,9 @@ def test_bounds_raise_spool_full(tmp_path):
     lambda data: MAGIC + b"\xff\xff\xff\xff",  # header length beyond the file
 ])
 def test_damaged_files_are_detected_and_quarantined(tmp_path, damage):
-    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)
-    path = spool.write(group())
+    path = Spool(tmp_path, max_bytes=10**8, max_files=10).write(group())
     path.write_bytes(damage(path.read_bytes()))
+    spool = Spool(tmp_path, max_bytes=10**8, max_files=10)  # a later process: the file is all there is
     with pytest.raises(SpoolCorrupt):
         spool.read(path)
     moved = spool.quarantine(path)
