@@ -15,15 +15,20 @@ import re
 from typing import Any, Mapping
 
 from ..store.base import Store
-from . import content, events, models, queries, request_view, times
+from . import content, content_cache, events, models, queries, request_view, times
 from .diff import diff_requests
 from .errors import Ambiguous, BadArgument, NotFound
+from .lineage import lineage_key
 
 # A span id is 16 hex digits; 4 is the shortest prefix accepted because
 # shorter ones match too much to be useful in a table of thousands.
 REQUEST_ID_LENGTH = 16
 REQUEST_ID_PREFIX_MIN = 4
 TRACE_ID_LENGTH = 32
+# How far back a request's predecessor is first looked for: an agent's
+# conversation mostly goes on within a day, so one read of a day or two of
+# `requests` finds it; a lineage with nothing in that window costs a second read.
+PREDECESSOR_WINDOW_NS = 86_400 * 1_000_000_000
 
 _HEX = re.compile(r"[0-9a-f]+")
 
@@ -51,16 +56,21 @@ def normalize_trace_id(text: str) -> str:
     return value
 
 
-def resolve_request_id(store: Store, text: str) -> str:
-    """The full span id that ``text`` names, or NotFound / Ambiguous / BadArgument."""
+def locate_request(store: Store, text: str) -> dict[str, Any]:
+    """Where the request that ``text`` (an id or prefix) names is stored — ``request_id``,
+    ``started_at_ns``, ``service``, ``trace_id`` — or NotFound / Ambiguous / BadArgument.
+    One read of ``request_ids`` either way: a prefix's candidates come with their location."""
     value = normalize_request_id(text)
     if len(value) == REQUEST_ID_LENGTH:
-        return value
+        location = queries.request_location(store, value)
+        if location is None:
+            raise NotFound(f"no request with id {value!r}")
+        return location
     candidates = queries.request_ids_by_prefix(store, value)
     if not candidates:
         raise NotFound(f"no request id starts with {value!r}")
     if len(candidates) > 1:
-        shown = candidates[: queries.AMBIGUOUS_CANDIDATES_SHOWN]
+        shown = [candidate["request_id"] for candidate in candidates[: queries.AMBIGUOUS_CANDIDATES_SHOWN]]
         raise Ambiguous(value, shown, more=len(candidates) > len(shown))
     return candidates[0]
 
@@ -77,8 +87,9 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     tool_rows = queries.tools_for(store, rows)
     references = queries.content_references(store, rows)
     # One read of `contents` for the blocks', the tools' and the content fields' text.
-    contents = queries.contents_for(store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]),
-                                            *content.keys(references.values())])
+    contents = content_cache.read_through(
+        store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]), *content.keys(references.values())],
+        queries.contents_for)
     content.fill(rows, references, contents)
     joined = _join_logged_content(store, [*rows, *candidates])
     contents.update(joined.contents)
@@ -101,23 +112,45 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     ]
 
 
-def _predecessor_candidates(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows among which each of ``rows`` finds its predecessor (see request_view.previous_requests)."""
-    if not rows:
-        return []
-    latest = max(int(row["started_at_ns"]) for row in rows)
-    candidates = queries.conversation_members(store, [row["conversation_id"] for row in rows], latest)
-    for trace_id in {row["trace_id"] for row in rows if not row["conversation_id"]}:
-        candidates.extend(queries.trace_summaries(store, trace_id))
+def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], *,
+                            whole_trace: bool = False) -> list[dict[str, Any]]:
+    """Rows among which each of ``rows`` finds its predecessor (see request_view.previous_requests).
+
+    A conversation's requests are read over PREDECESSOR_WINDOW_NS before the
+    earliest of ``rows`` only; a request with no earlier one of its lineage
+    there gets the newest one before the window from a second read. Without a
+    conversation the lineage is within the trace: its requests, unless
+    ``rows`` are the whole trace already (``whole_trace``).
+    """
+    candidates: list[dict[str, Any]] = []
+    conversation_rows = [row for row in rows if row["conversation_id"]]
+    if conversation_rows:
+        starts = [int(row["started_at_ns"]) for row in conversation_rows]
+        since_ns = max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS)
+        candidates = queries.conversation_members(store, [row["conversation_id"] for row in conversation_rows],
+                                                  max(starts), since_ns=since_ns)
+        first_seen: dict[tuple, tuple[int, str]] = {}
+        for row in [*candidates, *rows]:
+            order = (int(row["started_at_ns"]), row["request_id"])
+            key = lineage_key(row)
+            first_seen[key] = min(first_seen.get(key, order), order)
+        unresolved = [row for row in conversation_rows
+                      if first_seen[lineage_key(row)] >= (int(row["started_at_ns"]), row["request_id"])]
+        if unresolved and since_ns > queries.EARLIEST_NS:
+            candidates.extend(queries.conversation_lineages_before(
+                store, [row["conversation_id"] for row in unresolved], since_ns))
+    if not whole_trace:
+        for trace_id in sorted({row["trace_id"] for row in rows if not row["conversation_id"]}):
+            candidates.extend(queries.trace_members(store, trace_id))
     return candidates
 
 
 def request(store: Store, text: str) -> dict[str, Any]:
     """``GET /api/requests/{id}``: one full request object."""
-    request_id = resolve_request_id(store, text)
-    row = queries.request_by_id(store, request_id)
+    location = locate_request(store, text)
+    row = queries.request_at(store, location)
     if row is None:
-        raise NotFound(f"no request with id {request_id!r}")
+        raise NotFound(f"no request with id {location['request_id']!r}")
     return _assemble(store, [row], _predecessor_candidates(store, [row]))[0]
 
 
@@ -127,15 +160,8 @@ def trace(store: Store, text: str) -> dict[str, Any]:
     rows = queries.requests_by_trace(store, trace_id)
     if not rows:
         raise NotFound(f"no LLM requests recorded for trace {trace_id!r}")
-    conversation_rows = [row for row in rows if row["conversation_id"]]
-    candidates = (
-        queries.conversation_members(
-            store, [row["conversation_id"] for row in conversation_rows],
-            max(int(row["started_at_ns"]) for row in conversation_rows),
-        )
-        if conversation_rows else []
-    )
-    return {"trace_id": trace_id, "requests": _assemble(store, rows, candidates)}
+    return {"trace_id": trace_id,
+            "requests": _assemble(store, rows, _predecessor_candidates(store, rows, whole_trace=True))}
 
 
 def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
