@@ -195,7 +195,7 @@ MESSAGE_SIZES = {"user": (40, 380), "assistant": (150, 1250), "tool_call": (60, 
 def message_key(c: str, j: str) -> str:
     """The content key of message j of conversation c (cheap: a hash of its identity, not of its JSON;
     the read side looks text up by key and does not check it)."""
-    return f"lower(hex(SHA256(concat('msg/', toString({c}), '/', toString({j})))))"
+    return f"substring(SHA256(concat('msg/', toString({c}), '/', toString({j}))), 1, 16)"  # raw, as migration 040 keys
 
 
 def message_json(c: str, j: str) -> str:
@@ -259,7 +259,7 @@ INSERT INTO {db}.blocks (started_at, trace_id, request_id, service, model, proce
 SELECT started_at, trace_id, request_id, service, model, process_kind, conversation_id,
        toUInt32(i - 1), block_names[i], block_layers[i], block_stabilities[i], block_sources[i],
        toUInt64(arraySum(arraySlice(block_sizes, 1, i - 1))) AS block_start, block_start + block_sizes[i],
-       block_sizes[i], block_sha256[i], block_sha256[i], false
+       block_sizes[i], block_sha256[i], '', false
 FROM gen.req ARRAY JOIN arrayEnumerate(block_names) AS i
 SETTINGS max_block_size = 65536, max_insert_threads = 1
 """,
@@ -267,14 +267,14 @@ SETTINGS max_block_size = 65536, max_insert_threads = 1
 INSERT INTO {db}.tools (started_at, trace_id, request_id, service, `index`, name, size, sha256, content_sha256,
     redacted)
 SELECT started_at, trace_id, request_id, service, toUInt32(i - 1), tool_names[i], tool_sizes[i], tool_sha256[i],
-       tool_sha256[i], false
+       '', false
 FROM gen.req ARRAY JOIN arrayEnumerate(tool_names) AS i
 SETTINGS max_block_size = 65536, max_insert_threads = 1
 """,
         f"""
 INSERT INTO {db}.contents (day, sha256, size, content)
 WITH {w} AS w
-SELECT day, sha256, size, {content_text("seed", "size")}
+SELECT day, unhex(substring(sha256, 1, 32)), size, {content_text("seed", "size")}
 FROM (
     SELECT DISTINCT day, block_sha256[i] AS sha256, block_seeds[i] AS seed, toUInt64(block_sizes[i]) AS size
     FROM gen.req ARRAY JOIN arrayEnumerate(block_names) AS i
@@ -302,7 +302,8 @@ SELECT conversation_id, started_at, request_id,
        1, arrayMap(j -> {message_key('c', 'j')}, range(input_count)), arrayMap(j -> toUInt8(0), range(input_count)),
        1, [{message_key('c', 'output_index')}], [0], ['stop'],
        2, ['memory', 'user_profile', 'knowledge', 'state'],
-       arrayMap(name -> block_sha256[indexOf(block_names, name)], ['memory', 'user_profile', 'knowledge', 'state']),
+       arrayMap(name -> unhex(substring(block_sha256[indexOf(block_names, name)], 1, 32)),
+                ['memory', 'user_profile', 'knowledge', 'state']),
        [1, 1, 1, 1]
 FROM gen.req
 SETTINGS max_block_size = 16384, max_insert_threads = 1

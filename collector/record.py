@@ -264,14 +264,29 @@ CONTENT_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS 
 # Every column of `requests` that a record fills.
 REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if not column.content)
 
+# `contents` is keyed by the first CONTENT_KEY_BYTES bytes of the sha256 of
+# the text it holds, raw (migration 040; before it, the 64-character hex
+# digest). 16 bytes take a quarter of the hex digest's bytes on disk, in
+# `contents` and in `request_content`'s key lists, and keep collisions out of
+# reach: two of 10 million texts of a day share a key with a chance of ~10^-25. The API shows the full hex
+# digests of blocks and tools as before (`blocks.sha256`, `tools.sha256`).
+CONTENT_KEY_BYTES = 16
+
+
+def stored_content_key(sha256_hex: str) -> bytes:
+    """The key under which `contents` holds the text whose sha256 is ``sha256_hex``."""
+    return bytes.fromhex(sha256_hex[: 2 * CONTENT_KEY_BYTES])
+
+
 # How a content field's text was split into items (request_content.<name>_form).
 CONTENT_ABSENT, CONTENT_ARRAY, CONTENT_OBJECT, CONTENT_WHOLE = 0, 1, 2, 3
 
 
 def content_columns(column: Column) -> tuple[Column, ...]:
     """The `request_content` columns of one content field: how its text was
-    split (``_form``), the object member names (``_names``), the sha256 of
-    each item's stored text (``_keys``, the key in `contents`) and whether an
+    split (``_form``), the object member names (``_names``), the key of each
+    item's stored text in `contents` (``_keys``: ``stored_content_key``, 16
+    raw bytes in a String) and whether an
     item is a JSON string stored as its plain text (``_raw``, so a template
     variable equal to a block's text is the block's `contents` row), and the
     ``finish_reason`` taken out of a message object (``_finish_reasons``, ''

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from ..record import CONTENT_COLUMNS, REQUEST_COLUMNS, Column, content_columns
+from ..record import CONTENT_COLUMNS, CONTENT_KEY_BYTES, REQUEST_COLUMNS, Column, content_columns
 from ..store.base import Store
 from .lineage import COLUMNS as LINEAGE_COLUMNS
 from .times import MAX_MOMENT_NS
@@ -174,7 +174,13 @@ LIMIT 1 BY request_id, `index`
 
 # The content item keys of some requests (read.content joins the texts back),
 # by request_content's sorting key: thread (conversation id, else trace id) and start.
-_CONTENT_REFERENCE_COLUMNS = ", ".join(part.name for column in CONTENT_COLUMNS for part in content_columns(column))
+# A key is stored as the text's sha256's first 16 bytes, raw (migration 040),
+# and read as their 32 hex characters (a row spooled by an older collector may
+# hold the 64-character digest: its first 32).
+_KEY_AS_HEX = "arrayMap(k -> if(length(k) = 16, lower(hex(k)), lower(substring(k, 1, 32))), {name}) AS {name}"
+_CONTENT_REFERENCE_COLUMNS = ", ".join(
+    _KEY_AS_HEX.format(name=part.name) if part.name.endswith("_keys") else part.name
+    for column in CONTENT_COLUMNS for part in content_columns(column))
 CONTENT_REFERENCES = f"""
 SELECT request_id, toString(toDate(started_at)) AS content_day, {_CONTENT_REFERENCE_COLUMNS}
 FROM {{db:Identifier}}.request_content
@@ -185,18 +191,19 @@ WHERE thread IN JSONExtract({{threads:String}}, 'Array(String)')
 LIMIT 1 BY request_id
 """
 
-# Content is stored once per (day, sha256 of the text); a request on day D
+# Content is stored once per (day, key of the text); a request on day D
 # finds its text in partition D (see the schema), so both halves of the key
-# are bound: a point read per key. A block's or tool's key is its
-# content_sha256, or its sha256 on rows older than migration 005
-# (request_view.content_key).
-# The output alias must not be `day`: ClickHouse lets an alias shadow the
-# column inside WHERE, and the string would then be compared with dates.
+# are bound: a point read per key. A block's or tool's text is under its
+# content_sha256, or its sha256 when that is '' (request_view.content_key);
+# the key is the digest's first 16 bytes, raw (migration 040), bound as their
+# 32 hex characters.
+# The output aliases must not be `day` or `sha256`: ClickHouse lets an alias
+# shadow the column inside WHERE, and the strings would then be compared.
 CONTENTS_BY_KEY = """
-SELECT toString(day) AS content_day, sha256, content
+SELECT toString(day) AS content_day, lower(hex(sha256)) AS key_hex, content
 FROM {db:Identifier}.contents
 WHERE day IN JSONExtract({days:String}, 'Array(Date)')
-  AND sha256 IN JSONExtract({hashes:String}, 'Array(String)')
+  AND sha256 IN (SELECT unhex(arrayJoin(JSONExtract({keys_hex:String}, 'Array(String)'))))
 LIMIT 1 BY day, sha256
 """
 
@@ -415,7 +422,8 @@ def content_references(store: Store, rows: Iterable[dict[str, Any]]) -> dict[str
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Text by (day, sha256 of the text). A key with no row (content not captured) is absent."""
+    """Text by (day, sha256 of the text), the digest in hex: whole (a block's or tool's) or its first
+    32 characters (a content item's key). A key with no row (content not captured) is absent."""
     wanted = {(day, sha256) for day, sha256 in keys if day and sha256}
     if not wanted:
         return {}
@@ -423,14 +431,17 @@ def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
         store,
         CONTENTS_BY_KEY,
         days=json.dumps(sorted({day for day, _ in wanted})),
-        hashes=json.dumps(sorted({sha256 for _, sha256 in wanted})),
+        keys_hex=json.dumps(sorted({_stored_key_hex(sha256) for _, sha256 in wanted})),
     )
-    # The IN lists select the cross product of days and hashes; keep the pairs asked for.
-    return {
-        (row["content_day"], row["sha256"]): row["content"]
-        for row in rows
-        if (row["content_day"], row["sha256"]) in wanted
-    }
+    # The IN lists select the cross product of days and keys; keep the pairs asked for.
+    found = {(row["content_day"], row["key_hex"]): row["content"] for row in rows}
+    return {(day, sha256): found[(day, _stored_key_hex(sha256))]
+            for day, sha256 in wanted if (day, _stored_key_hex(sha256)) in found}
+
+
+def _stored_key_hex(sha256_hex: str) -> str:
+    """The hex of the key `contents` holds a text under (record.stored_content_key)."""
+    return sha256_hex[: 2 * CONTENT_KEY_BYTES].lower()
 
 
 def _list_parameters(filters: RequestFilters) -> dict[str, Any]:

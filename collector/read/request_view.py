@@ -160,8 +160,10 @@ def previous_requests(
 
 def content_key(row: Mapping[str, Any]) -> tuple[str, str]:
     """Where a block or tool row's text is in ``contents``: (day, sha256 of
-    the stored text). Rows written before migration 005 (and the blocks
-    ``events`` builds) have no content_sha256; their text is under ``sha256``."""
+    the stored text). A row whose text is stored under its own ``sha256``
+    (the text as sent: since migration 040 every such row), a row written
+    before migration 005 and the blocks ``events`` builds have no
+    content_sha256; their text is under ``sha256``."""
     return row["day"], row.get("content_sha256") or row["sha256"]
 
 

@@ -18,7 +18,10 @@ request.
 ``contents`` is keyed by the sha256 of the text it holds
 (``content_sha256``), not by the block's or tool's ``sha256``: that one
 describes the original bytes, and text the sender's redaction hook changed
-is not those bytes (see migration 005).
+is not those bytes (see migration 005). On disk the key is the digest's
+first 16 bytes, raw (``record.stored_content_key``, migration 040); in
+Python (``ContentKey``, the sink's recent set, a spool file's header) it
+stays the hex digest.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from ..record import (
     GenAIEvent,
     RequestRecord,
     ToolDefinition,
+    stored_content_key,
 )
 from ..store.declared import DeclaredTable, integer_array
 from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat
@@ -103,6 +107,15 @@ def content_sha256(item: Block | ToolDefinition) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+def content_sha256_column(item: Block | ToolDefinition) -> str:
+    """``content_sha256`` as the ``blocks`` and ``tools`` rows store it: ''
+    when the text is stored under the row's own ``sha256`` (the text as sent,
+    the usual case) or not at all, so the column holds only what ``sha256``
+    does not say (migration 040); readers then look under ``sha256``."""
+    key = content_sha256(item)
+    return "" if key == item.sha256 else key
+
+
 def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
     # Column by column from flat lists: tens of thousands of blocks per
     # export, so no per-row tuple or dict (see _columns.py).
@@ -120,7 +133,7 @@ def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
         **{name: pa.array(pluck(blocks, name), pa.string()) for name in ("name", "layer", "stability", "source")},
         **{name: integer_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
         "sha256": pa.array(pluck(blocks, "sha256"), pa.string()),
-        "content_sha256": pa.array([content_sha256(block) for block in blocks], pa.string()),
+        "content_sha256": pa.array([content_sha256_column(block) for block in blocks], pa.string()),
         "redacted": pa.array(pluck(blocks, "redacted"), pa.bool_()),
     })
 
@@ -135,7 +148,7 @@ def tools_table(records: Iterable[RequestRecord]) -> pa.Table:
                 ("started_at", int(record.started_at_ns)), ("trace_id", record.trace_id),
                 ("request_id", record.request_id), ("service", record.service),
                 ("index", _unsigned(tool.index)), ("name", tool.name), ("size", _unsigned(tool.size)),
-                ("sha256", tool.sha256), ("content_sha256", content_sha256(tool)), ("redacted", tool.redacted),
+                ("sha256", tool.sha256), ("content_sha256", content_sha256_column(tool)), ("redacted", tool.redacted),
             ):
                 columns[name].append(value)
     types = {"started_at": TIMESTAMP, "index": pa.uint32(), "size": pa.uint64(), "redacted": pa.bool_()}
@@ -236,7 +249,8 @@ def request_content_table(records: Iterable[RequestRecord],
         fields = [items[r.request_id].get(column.name, empty) for r in rows]
         columns[f"{column.name}_form"] = pa.array([f.form for f in fields], pa.uint8())
         columns[f"{column.name}_names"] = pa.array([f.names for f in fields], pa.list_(pa.string()))
-        columns[f"{column.name}_keys"] = pa.array([f.keys for f in fields], pa.list_(pa.string()))
+        columns[f"{column.name}_keys"] = pa.array([[stored_content_key(key) for key in f.keys] for f in fields],
+                                                  pa.list_(pa.binary()))
         columns[f"{column.name}_raw"] = pa.array([f.raw for f in fields], pa.list_(pa.uint8()))
         columns[f"{column.name}_finish_reasons"] = pa.array([f.finish_reasons for f in fields],
                                                             pa.list_(pa.string()))
@@ -273,11 +287,37 @@ def contents_table(
     keys = list(seen)
     table = pa.table({
         "day": pa.array([day for day, _ in keys], pa.date32()),
-        "sha256": pa.array([sha for _, sha in keys], pa.string()),
+        "sha256": pa.array([stored_content_key(sha) for _, sha in keys], pa.binary()),
         "size": pa.array([seen[key][0] for key in keys], pa.uint64()),
         "content": pa.array([seen[key][1] for key in keys], pa.string()),
     })
     return table, keys
+
+
+def with_stored_content_keys(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """``tables`` as this version lays them out: a spool file written before
+    migration 040 holds content keys as hex digests (``contents.sha256``, the
+    ``request_content`` key lists), which are converted to the stored keys;
+    tables in today's layout come back as they are."""
+    converted = dict(tables)
+    contents = tables.get("contents")
+    if contents is not None and "sha256" in contents.column_names and _is_text(contents.schema.field("sha256").type):
+        keys = pa.array([stored_content_key(sha) for sha in contents.column("sha256").to_pylist()], pa.binary())
+        converted["contents"] = contents.set_column(contents.column_names.index("sha256"), "sha256", keys)
+    references = tables.get("request_content")
+    if references is not None:
+        for index, name in enumerate(references.column_names):
+            field_type = references.schema.field(name).type
+            if name.endswith("_keys") and pa.types.is_list(field_type) and _is_text(field_type.value_type):
+                keys = pa.array([[stored_content_key(sha) for sha in row] for row in
+                                 references.column(name).to_pylist()], pa.list_(pa.binary()))
+                references = references.set_column(index, name, keys)
+        converted["request_content"] = references
+    return converted
+
+
+def _is_text(data_type: pa.DataType) -> bool:
+    return pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
 
 
 # --- otel_traces: the OpenTelemetry Collector ClickHouse exporter's layout ---

@@ -254,7 +254,7 @@ def stored_blocks(store, request_id) -> list[dict]:
         f"b.end AS end, b.size AS size, b.sha256 AS sha256, c.content AS content "
         f"FROM (SELECT * FROM {store.database}.blocks FINAL WHERE request_id = {{id:String}}) AS b "
         f"LEFT JOIN (SELECT sha256, any(content) AS content FROM {store.database}.contents GROUP BY sha256) AS c "
-        f"ON b.sha256 = c.sha256 ORDER BY b.index",
+        f"ON unhex(substring(b.sha256, 1, 32)) = c.sha256 ORDER BY b.index",  # keys: 16 raw bytes (migration 040)
         {"id": request_id})
 
 

@@ -8,6 +8,11 @@ older collector wrote.
 
 from __future__ import annotations
 
+import hashlib
+
+import pyarrow as pa
+
+from promptprism.collector.store.migrations import applied_versions
 from promptprism.collector.write.rows import TableSet
 
 
@@ -23,7 +28,10 @@ def stored_tables(store) -> set[str]:
 
 def write_as_of(store, tables: TableSet) -> None:
     """Insert each non-empty table with only the columns the store's table has now; before
-    migration 021, captured content goes into the `requests` columns it was held in then."""
+    migration 040, content keys as hex digests; before migration 021, captured content goes
+    into the `requests` columns it was held in then."""
+    if max(applied_versions(store)) < 40:
+        tables = hex_content_keys(tables)
     if set(CONTENT_FIELDS_BEFORE_021) <= stored_columns(store, "requests"):
         tables = _content_in_requests(tables)
     present_tables = stored_tables(store)
@@ -39,11 +47,38 @@ def write_as_of(store, tables: TableSet) -> None:
 CONTENT_FIELDS_BEFORE_021 = ("system_instructions", "input_messages", "output_messages", "template_variables")
 
 
+def hex_content_keys(tables: TableSet) -> TableSet:
+    """The layout before migration 040: `contents` keyed by the text's whole sha256 in hex, the
+    `request_content` key lists of those, and a block's or tool's content_sha256 set whenever its
+    text is stored (the sha256 itself for text as sent). Every key's text must be in the tables."""
+    converted = dict(tables.tables)
+    contents = tables.tables.get("contents", pa.table({"sha256": pa.array([], pa.binary()), "content": []}))
+    digests = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in contents.column("content").to_pylist()]
+    by_key = {digest[:32]: digest for digest in digests}
+    if "contents" in converted:
+        converted["contents"] = contents.set_column(contents.column_names.index("sha256"), "sha256",
+                                                    pa.array(digests, pa.string()))
+    references = tables.tables.get("request_content")
+    if references is not None:
+        for index, name in enumerate(references.column_names):
+            if name.endswith("_keys"):
+                keys = [[by_key[key.hex()] for key in row] for row in references.column(name).to_pylist()]
+                references = references.set_column(index, name, pa.array(keys, pa.list_(pa.string())))
+        converted["request_content"] = references
+    stored = set(digests)
+    for name in ("blocks", "tools"):
+        table = tables.tables.get(name)
+        if table is not None:
+            pointers = [pointer or (sha256 if sha256 in stored else "") for sha256, pointer in
+                        zip(table.column("sha256").to_pylist(), table.column("content_sha256").to_pylist())]
+            converted[name] = table.set_column(table.column_names.index("content_sha256"), "content_sha256",
+                                               pa.array(pointers, pa.string()))
+    return TableSet(converted, tables.content_keys, tables.spans, tables.requests)
+
+
 def _content_in_requests(tables: TableSet) -> TableSet:
     """The layout before migration 021: each content field's JSON text in `requests`, joined back from
     `request_content` and the item texts in `contents` (read.content), and no `request_content`."""
-    import pyarrow as pa
-
     from promptprism.collector.read import content
 
     texts = {(str(row["day"]), row["sha256"]): row["content"] for row in tables.tables["contents"].to_pylist()}

@@ -87,15 +87,16 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
     blocks = tables.tables["blocks"].to_pylist()
     credentials = [row for row in blocks if row["name"] == "credentials"]
     # Both rows keep the wire digest (diff and cache queries compare it); each
-    # points at its own text.
+    # points at its own text ('': the text as sent, under sha256 itself).
     assert [(row["sha256"], row["content_sha256"], row["redacted"]) for row in credentials] == [
-        (sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), sha(SECRET_LINE), False)]
+        (sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
     tools = tables.tables["tools"].to_pylist()
     assert [(row["sha256"], row["content_sha256"], row["redacted"]) for row in tools] == [
-        (sha(TOOL_TEXT), sha(REDACTED_TOOL_TEXT), True), (sha(TOOL_TEXT), sha(TOOL_TEXT), False)]
-    stored = {row["sha256"]: row["content"] for row in tables.tables["contents"].to_pylist()}
-    assert stored[sha(REDACTED_LINE)] == REDACTED_LINE and stored[sha(SECRET_LINE)] == SECRET_LINE
-    assert stored[sha(REDACTED_TOOL_TEXT)] == REDACTED_TOOL_TEXT and stored[sha(TOOL_TEXT)] == TOOL_TEXT
+        (sha(TOOL_TEXT), sha(REDACTED_TOOL_TEXT), True), (sha(TOOL_TEXT), "", False)]
+    # `contents` keys: the first 16 bytes of the digest, raw
+    stored = {row["sha256"].hex(): row["content"] for row in tables.tables["contents"].to_pylist()}
+    assert stored[sha(REDACTED_LINE)[:32]] == REDACTED_LINE and stored[sha(SECRET_LINE)[:32]] == SECRET_LINE
+    assert stored[sha(REDACTED_TOOL_TEXT)[:32]] == REDACTED_TOOL_TEXT and stored[sha(TOOL_TEXT)[:32]] == TOOL_TEXT
     assert len(stored) == 2 + 2 + 2  # the two shared blocks once, both texts of the secret and of the tool
 
     # contents holds every block and tool text, so otel_traces does not.

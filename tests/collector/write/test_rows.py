@@ -97,9 +97,11 @@ def test_contents_once_per_day_and_hash_skipping_known_keys():
     # 3 shared blocks + 3 distinct questions + 1 tool, each once
     assert table.num_rows == 7 and len(keys) == 7
     assert {k[0] for k in keys} == {day}
-    row = [r for r in table.to_pylist() if r["sha256"] == sha(SYSTEM_PARTS[0][3])][0]
-    assert row == {"day": dt.date(2026, 3, 2), "sha256": sha(SYSTEM_PARTS[0][3]), "size": 36,
+    # keyed by the first 16 bytes of the text's sha256, raw (migration 040)
+    row = [r for r in table.to_pylist() if r["sha256"] == bytes.fromhex(sha(SYSTEM_PARTS[0][3]))[:16]][0]
+    assert row == {"day": dt.date(2026, 3, 2), "sha256": bytes.fromhex(sha(SYSTEM_PARTS[0][3]))[:16], "size": 36,
                    "content": SYSTEM_PARTS[0][3]}
+    assert (day, sha(SYSTEM_PARTS[0][3])) in keys  # the keys the sink remembers: hex digests
     known = {(day, sha(text)) for *_, text in SYSTEM_PARTS}
     table, keys = contents_table(records, known)
     assert table.num_rows == 4 and not known & set(keys)
@@ -187,7 +189,7 @@ def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
     assert not set(texts + [tool]) & {value for _, value in flat}
     # the event still points at its text in `contents`
     shas = [value for key, value in flat if key in ("promptprism.block.sha256", "promptprism.tool.sha256")]
-    assert shas == tables.tables["contents"].column("sha256").to_pylist()
+    assert [bytes.fromhex(value)[:16] for value in shas] == tables.tables["contents"].column("sha256").to_pylist()
     assert [key for key, _ in events[0]][:2] == ["promptprism.block.index", "promptprism.block.name"]
 
 
@@ -269,7 +271,8 @@ def test_a_string_template_variable_shares_the_row_of_the_block_it_fills():
     record.template_variables = json.dumps({"rules": SYSTEM_PARTS[1][3]})
     tables = build_tables([], [record])
     [reference] = tables.tables["request_content"].to_pylist()
-    assert reference["template_variables_keys"] == [sha(SYSTEM_PARTS[1][3])] and reference["template_variables_raw"] == [1]
+    assert reference["template_variables_keys"] == [bytes.fromhex(sha(SYSTEM_PARTS[1][3]))[:16]]
+    assert reference["template_variables_raw"] == [1]
     assert tables.tables["contents"].num_rows == 5  # the four blocks' and the tool's text, nothing more
 
 
