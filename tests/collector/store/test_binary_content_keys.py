@@ -46,7 +46,7 @@ def _sent_blocks(record) -> list:
 def store_before_040(chdb_root):
     store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
     try:
-        assert migrate(store, up_to=39)[-1] == "024_hourly_rollups.sql"
+        assert int(migrate(store, up_to=39)[-1][:3]) < 40
         records = conversation(0x300, 4)
         write_as_of(store, build_tables([], records))  # hex digests, as a collector before 040 wrote them
         yield store, records
