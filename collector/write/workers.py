@@ -123,13 +123,25 @@ def _convert_in_worker(kind: str, payload: bytes, encoding: str) -> tuple:
 
 
 def _converted(kind: str, payload: bytes, encoding: str) -> tuple:
-    """``(ConvertedExport, None)``, or ``(None, failure outcome)``."""
+    """``(ConvertedExport, None)``, or ``(None, failure outcome)``.
+
+    The cyclic garbage collector is paused meanwhile: a 512 × 40 export allocates some
+    hundreds of thousands of objects, all freed by reference counting (~17 young-generation
+    collections per export found ~1 cyclic object each), and those collections cost ~8 % of a
+    conversion (~187 instead of ~204 ms, median of 12 interleaved). A worker converts one export
+    at a time; whatever cycles a conversion leaves are collected once it is back on.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return convert(kind, payload, encoding), None
     except MalformedPayload as error:
         return None, (_MALFORMED, str(error))
     except Exception as error:  # a bug or a value the columns cannot hold: this export only
         return None, (_FAILED, describe_exception(error))
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _convert_in_slot(kind: str, slot_name: str, size: int, encoding: str) -> tuple:

@@ -71,6 +71,29 @@ def test_a_malformed_payload_comes_back_as_malformed():
     assert raised.value.summary == "not an OTLP ExportTraceServiceRequest"
 
 
+@pytest.mark.parametrize("payload", [prompt_export(), b"\xff\xff\xff\xff\xff"])
+def test_a_conversion_runs_with_the_cyclic_collector_paused_and_turns_it_back_on(payload, monkeypatch):
+    import gc
+
+    from promptprism.collector.write import workers
+
+    seen = []
+
+    def recording(kind, payload, encoding):
+        seen.append(gc.isenabled())
+        return convert(kind, payload, encoding)
+
+    monkeypatch.setattr(workers, "convert", recording)
+    assert gc.isenabled()
+    converted, failure = workers._converted(KIND_TRACES, payload, "protobuf")
+    assert seen == [False] and gc.isenabled()
+    if converted is None:  # the malformed payload: its failure, and the collector back on all the same
+        assert failure[0] == workers._MALFORMED
+    else:
+        assert failure is None
+        _assert_same(converted, convert(KIND_TRACES, payload, "protobuf"))
+
+
 def test_past_the_queue_bound_exports_are_refused_retryable():
     pool = ConversionPool(1)
     pool._in_flight = pool.max_in_flight  # every slot taken by exports still converting
