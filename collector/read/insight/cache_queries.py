@@ -207,14 +207,19 @@ def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> s
 
 # The rest of the window: rows of hours the rollup does not serve, and the
 # requests of their lineages (for the previous request of each).
-_UNROLLED_ROWS = "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
-_UNROLLED_SCOPE = ("lineage_key IN (SELECT lineage_key FROM {{db}}.requests WHERE mapped AND "
-                   "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
-                   + " AND {{filters}} AND {{conversation_filter}})")
-_UNROLLED_ANALYSIS = cache_analysis(_UNROLLED_ROWS, _UNROLLED_SCOPE)
-_COMPUTED = hours.computed(hours.INSIDE_WINDOW, "{{conversation_unset}}")
-_COMPUTED_HOUR_BUCKETS = hours.computed(hours.INSIDE_WINDOW, "{{conversation_unset}}", hours.HOUR_BUCKETS)
-_ROLLED = hours.ROLLED + " AND {{filters}}"
+def _unrolled_analysis(plan: hours.Plan) -> str:
+    rows = "{{time_filter:started_at}} AND " + plan.not_rolled("started_at")
+    scope = ("lineage_key IN (SELECT lineage_key FROM {{db}}.requests WHERE mapped AND "
+             + rows + " AND {{filters}} AND {{conversation_filter}})")
+    return cache_analysis(rows, scope)
+
+
+def _with(ctes: list[str]) -> str:
+    return "WITH " + ", ".join(ctes) + "\n" if ctes else ""
+
+
+# Whole hours the rollups serve: none for one conversation (they know none).
+_IN_WINDOW = (hours.INSIDE_WINDOW, hours.CONVERSATION_UNSET)
 
 # The newest `limit` requests of the window; only their lineages are analysed.
 _NEWEST = """newest AS (
@@ -251,16 +256,25 @@ LIMIT {{{{limit}}}}
     params=("since", "until", "service", "model", "process", "conversation", "limit"),
 )
 
-CACHE_BREAKS_BY_BLOCK = InsightQuery(
-    name="cache_breaks_by_block",
-    title="Blocks that broke the cache",
-    description="Follow-up requests whose reported cache reads fell short of the expected cacheable prefix, "
-    "grouped by the first part (tools, then blocks in prompt order) that changed within that prefix since "
-    "the previous request of the lineage; with the average expected prefix and reported cache read.",
-    panel="table",
-    sql=f"""
-WITH {_COMPUTED}
-SELECT
+def _cache_breaks_by_block(plan: hours.Plan) -> str:
+    ctes = plan.ctes(*_IN_WINDOW)
+    branches = plan.union(f"""SELECT toString(break_block) AS block, toString(break_stability) AS block_stability, breaks AS block_breaks,
+           bytes_rewritten AS block_bytes, expected_prefix_tokens_sum AS expected_sum,
+           cache_read_tokens_sum AS read_sum, cache_read_reported AS reported,
+           conversations AS block_conversations, break_trace_id AS example
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {plan.rolled} AND {{{{filters}}}} AND breaks > 0""",
+                          f"""-- typed as the rollup's columns: UNION ALL of Int64 and UInt64 is a Variant in 26.x
+    -- (named as the rollup branch: without rolled-up hours it is the only one)
+    SELECT changed_block AS block, any(changed_stability) AS block_stability, count() AS block_breaks,
+           toUInt64(sum(rewritten_bytes)) AS block_bytes, toUInt64(sum(expected_prefix_tokens)) AS expected_sum,
+           toInt64(sum(ifNull(cache_read_tokens, 0))) AS read_sum, countIf(cache_read_tokens IS NOT NULL) AS reported,
+           uniqExactState(conversation_id) AS block_conversations, any(trace_id) AS example
+    FROM ({_unrolled_analysis(plan)})
+    WHERE cache_break
+    GROUP BY changed_block""")
+    return f"""
+{_with(ctes)}SELECT
     block,
     any(block_stability) AS stability,
     sum(block_breaks) AS breaks,
@@ -271,36 +285,39 @@ SELECT
     uniqExactMerge(block_conversations) AS conversations,
     any(example) AS example_trace_id
 FROM (
-    SELECT toString(break_block) AS block, toString(break_stability) AS block_stability, breaks AS block_breaks,
-           bytes_rewritten AS block_bytes, expected_prefix_tokens_sum AS expected_sum,
-           cache_read_tokens_sum AS read_sum, cache_read_reported AS reported,
-           conversations AS block_conversations, break_trace_id AS example
-    FROM {{{{db}}}}.cache_hourly
-    WHERE {_ROLLED} AND breaks > 0
-    UNION ALL
-    -- typed as the rollup's columns: UNION ALL of Int64 and UInt64 is a Variant in 26.x
-    SELECT changed_block, any(changed_stability), count(), toUInt64(sum(rewritten_bytes)),
-           toUInt64(sum(expected_prefix_tokens)), toInt64(sum(ifNull(cache_read_tokens, 0))),
-           countIf(cache_read_tokens IS NOT NULL), uniqExactState(conversation_id), any(trace_id)
-    FROM ({_UNROLLED_ANALYSIS})
-    WHERE cache_break
-    GROUP BY changed_block
+    {branches}
 )
 GROUP BY block
 ORDER BY breaks DESC, bytes_rewritten DESC, block
-""",
+"""
+
+
+CACHE_BREAKS_BY_BLOCK = InsightQuery(
+    name="cache_breaks_by_block",
+    title="Blocks that broke the cache",
+    description="Follow-up requests whose reported cache reads fell short of the expected cacheable prefix, "
+    "grouped by the first part (tools, then blocks in prompt order) that changed within that prefix since "
+    "the previous request of the lineage; with the average expected prefix and reported cache read.",
+    panel="table",
+    sql=_cache_breaks_by_block(hours.Lookup()),
+    build=_cache_breaks_by_block,
     params=("since", "until", "service", "model", "process", "conversation"),
 )
 
-CACHE_MISORDERED = InsightQuery(
-    name="cache_misordered",
-    title="Turn blocks placed before stable blocks",
-    description="Requests where a turn block (changes every request) sits before static or session "
-    "blocks: everything stable after it can never be served from the prompt cache.",
-    panel="table",
-    sql=f"""
-WITH {_COMPUTED}
-SELECT
+def _cache_misordered(plan: hours.Plan) -> str:
+    ctes = plan.ctes(*_IN_WINDOW)
+    branches = plan.union(f"""SELECT toString(misplaced_block) AS block, toString(displaced_block) AS before,
+           toString(service) AS block_service, misordered AS block_requests,
+           stable_bytes_after_turn_sum AS stable_bytes, misordered_trace_id AS example
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {plan.rolled} AND {{{{filters}}}} AND misordered > 0""",
+                          f"""SELECT misplaced_block AS block, any(displaced_block) AS before, toString(service) AS block_service,
+           count() AS block_requests, toUInt64(sum(stable_bytes_after_turn)) AS stable_bytes, any(trace_id) AS example
+    FROM ({_unrolled_analysis(plan)})
+    WHERE turn_before_stable
+    GROUP BY misplaced_block, service""")
+    return f"""
+{_with(ctes)}SELECT
     block,
     any(before) AS before_block,
     sum(block_requests) AS requests,
@@ -309,23 +326,49 @@ SELECT
     uniqExact(block_service) AS services,
     any(example) AS example_trace_id
 FROM (
-    SELECT toString(misplaced_block) AS block, toString(displaced_block) AS before,
-           toString(service) AS block_service, misordered AS block_requests,
-           stable_bytes_after_turn_sum AS stable_bytes, misordered_trace_id AS example
-    FROM {{{{db}}}}.cache_hourly
-    WHERE {_ROLLED} AND misordered > 0
-    UNION ALL
-    SELECT misplaced_block, any(displaced_block), toString(service), count(),
-           toUInt64(sum(stable_bytes_after_turn)), any(trace_id)
-    FROM ({_UNROLLED_ANALYSIS})
-    WHERE turn_before_stable
-    GROUP BY misplaced_block, service
+    {branches}
 )
 GROUP BY block
 ORDER BY requests DESC, block
-""",
+"""
+
+
+CACHE_MISORDERED = InsightQuery(
+    name="cache_misordered",
+    title="Turn blocks placed before stable blocks",
+    description="Requests where a turn block (changes every request) sits before static or session "
+    "blocks: everything stable after it can never be served from the prompt cache.",
+    panel="table",
+    sql=_cache_misordered(hours.Lookup()),
+    build=_cache_misordered,
     params=("since", "until", "service", "model", "process", "conversation"),
 )
+
+def _cache_series(plan: hours.Plan) -> str:
+    ctes = plan.ctes(*_IN_WINDOW, hours.HOUR_BUCKETS)
+    branches = plan.union(f"""SELECT {{{{bucket:hour}}}} AS time, follow_ups AS bucket_follow_ups, breaks AS bucket_breaks,
+           misordered AS bucket_misordered, provider_misses AS bucket_provider_misses
+    FROM {{{{db}}}}.cache_hourly
+    WHERE {plan.rolled} AND {{{{filters}}}}""",
+                          f"""-- if(…, 1, 0): a verdict is Nullable (reported tokens may be NULL), NULL counts as false as in countIf
+    SELECT {{{{bucket:started_at}}}} AS time, toUInt64(if(has_previous, 1, 0)) AS bucket_follow_ups,
+           toUInt64(if(cache_break, 1, 0)) AS bucket_breaks, toUInt64(if(turn_before_stable, 1, 0)) AS bucket_misordered,
+           toUInt64(if(provider_missed, 1, 0)) AS bucket_provider_misses
+    FROM ({_unrolled_analysis(plan)})""")
+    return f"""
+{_with(ctes)}SELECT
+    time,
+    sum(bucket_follow_ups) AS follow_ups,
+    sum(bucket_breaks) AS breaks,
+    sum(bucket_misordered) AS misordered,
+    sum(bucket_provider_misses) AS provider_misses
+FROM (
+    {branches}
+)
+GROUP BY time
+ORDER BY time
+"""
+
 
 CACHE_SERIES = InsightQuery(
     name="cache_series",
@@ -335,28 +378,8 @@ CACHE_SERIES = InsightQuery(
     "turn block before stable blocks, and those where the provider reported far fewer cached tokens than "
     "the unchanged prefix should give.",
     panel="timeseries",
-    sql=f"""
-WITH {_COMPUTED_HOUR_BUCKETS}
-SELECT
-    time,
-    sum(bucket_follow_ups) AS follow_ups,
-    sum(bucket_breaks) AS breaks,
-    sum(bucket_misordered) AS misordered,
-    sum(bucket_provider_misses) AS provider_misses
-FROM (
-    SELECT {{{{bucket:hour}}}} AS time, follow_ups AS bucket_follow_ups, breaks AS bucket_breaks,
-           misordered AS bucket_misordered, provider_misses AS bucket_provider_misses
-    FROM {{{{db}}}}.cache_hourly
-    WHERE {_ROLLED}
-    UNION ALL
-    -- if(…, 1, 0): a verdict is Nullable (reported tokens may be NULL), NULL counts as false as in countIf
-    SELECT {{{{bucket:started_at}}}} AS time, toUInt64(if(has_previous, 1, 0)), toUInt64(if(cache_break, 1, 0)),
-           toUInt64(if(turn_before_stable, 1, 0)), toUInt64(if(provider_missed, 1, 0))
-    FROM ({_UNROLLED_ANALYSIS})
-)
-GROUP BY time
-ORDER BY time
-""",
+    sql=_cache_series(hours.Lookup()),
+    build=_cache_series,
     params=("since", "until", "bucket_seconds", "service", "model", "process", "conversation"),
 )
 

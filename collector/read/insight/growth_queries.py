@@ -62,12 +62,60 @@ def _with_window(sql: str, window: str) -> str:
     return sql.replace("{{window}}", window)
 
 
+def _with(ctes: list[str]) -> str:
+    """A WITH clause of ``ctes`` (none: nothing)."""
+    return "WITH\n    " + ",\n    ".join(ctes) + "\n" if ctes else ""
+
+
 # The same series over a rollup's columns (LowCardinality there).
 _ROLLUP_SERIES = (_SERIES.replace("layer,", "toString(layer),").replace("stability,", "toString(stability),")
                   .replace("        name)", "        toString(name))"))
 
-_SERIES_COMPUTED = hours.computed(hours.INSIDE_WINDOW, hours.HOUR_BUCKETS)
-_SERIES_RAW_WINDOW = "{{time_filter:started_at}} AND " + hours.not_rolled("started_at")
+_SERIES_RAW_WINDOW = "{{time_filter:started_at}} AND "
+
+
+def _growth_series(plan: hours.Plan) -> str:
+    """Whole hours from the hourly rollups (hours.py), the rest from raw rows."""
+    ctes = plan.ctes(hours.INSIDE_WINDOW, hours.HOUR_BUCKETS)
+    raw_window = _SERIES_RAW_WINDOW + plan.not_rolled("started_at")
+    parts = plan.union(
+        f"""SELECT {{{{bucket:hour}}}} AS time, {_ROLLUP_SERIES} AS series, sum(bytes) AS series_bytes
+        FROM {{{{db}}}}.prompt_parts_hourly
+        WHERE {plan.rolled if plan.rollups else ""} AND {{{{filters}}}}
+        GROUP BY time, series""",
+        f"""SELECT {{{{bucket:started_at}}}} AS time, {_SERIES} AS series, sum(size) AS series_bytes
+        FROM ({_with_window(_PROMPT_PARTS, raw_window)})
+        GROUP BY time, series""")
+    requests = plan.union(
+        f"""SELECT {{{{bucket:hour}}}} AS time, sum(requests) AS bucket_requests
+        FROM {{{{db}}}}.prompt_requests_hourly
+        WHERE {plan.rolled if plan.rollups else ""} AND {{{{filters}}}}
+        GROUP BY time""",
+        f"""SELECT {{{{bucket:started_at}}}} AS time, uniqExact(request_id) AS bucket_requests
+        FROM ({_with_window(_PROMPT_REQUESTS, raw_window)})
+        GROUP BY time""")
+    return f"""
+{_with(ctes)}SELECT
+    parts_per_bucket.time AS time,
+    parts_per_bucket.series AS series,
+    round(parts_per_bucket.bytes / requests_per_bucket.requests, 1) AS bytes_per_request
+FROM (
+    SELECT time, series, sum(series_bytes) AS bytes
+    FROM (
+        {parts}
+    )
+    GROUP BY time, series
+) AS parts_per_bucket
+INNER JOIN (
+    SELECT time, sum(bucket_requests) AS requests
+    FROM (
+        {requests}
+    )
+    GROUP BY time
+) AS requests_per_bucket USING (time)
+ORDER BY time, series
+"""
+
 
 GROWTH_SERIES = InsightQuery(
     name="growth_series",
@@ -75,43 +123,8 @@ GROWTH_SERIES = InsightQuery(
     description="Average system-prompt bytes per request in each time bucket, split by block name, "
     "layer, stability, service, model or process kind; the parts of a bucket add up to its average prompt.",
     panel="timeseries",
-    # Whole hours from the hourly rollups (hours.py), the rest from raw rows.
-    sql=f"""
-WITH {_SERIES_COMPUTED}
-SELECT
-    parts_per_bucket.time AS time,
-    parts_per_bucket.series AS series,
-    round(parts_per_bucket.bytes / requests_per_bucket.requests, 1) AS bytes_per_request
-FROM (
-    SELECT time, series, sum(series_bytes) AS bytes
-    FROM (
-        SELECT {{{{bucket:hour}}}} AS time, {_ROLLUP_SERIES} AS series, sum(bytes) AS series_bytes
-        FROM {{{{db}}}}.prompt_parts_hourly
-        WHERE {hours.ROLLED} AND {{{{filters}}}}
-        GROUP BY time, series
-        UNION ALL
-        SELECT {{{{bucket:started_at}}}} AS time, {_SERIES} AS series, sum(size) AS series_bytes
-        FROM ({_with_window(_PROMPT_PARTS, _SERIES_RAW_WINDOW)})
-        GROUP BY time, series
-    )
-    GROUP BY time, series
-) AS parts_per_bucket
-INNER JOIN (
-    SELECT time, sum(bucket_requests) AS requests
-    FROM (
-        SELECT {{{{bucket:hour}}}} AS time, sum(requests) AS bucket_requests
-        FROM {{{{db}}}}.prompt_requests_hourly
-        WHERE {hours.ROLLED} AND {{{{filters}}}}
-        GROUP BY time
-        UNION ALL
-        SELECT {{{{bucket:started_at}}}} AS time, uniqExact(request_id) AS bucket_requests
-        FROM ({_with_window(_PROMPT_REQUESTS, _SERIES_RAW_WINDOW)})
-        GROUP BY time
-    )
-    GROUP BY time
-) AS requests_per_bucket USING (time)
-ORDER BY time, series
-""",
+    sql=_growth_series(hours.Lookup()),
+    build=_growth_series,
     params=("since", "until", "bucket_seconds", "dimension", "service", "model", "process"),
 )
 
@@ -120,8 +133,99 @@ ORDER BY time, series
 _COMPARISON_WINDOW = (
     "started_at >= {{from}} - ({{to}} - {{from}}) AND started_at <= {{to}}"
 )
-_PERIODS_COMPUTED = hours.computed(hours.INSIDE_PERIODS)
-_PERIODS_RAW_WINDOW = _COMPARISON_WINDOW + " AND " + hours.not_rolled_in_periods("started_at")
+
+
+def _growth_attribution(plan: hours.Plan) -> str:
+    """Whole hours of each period from the hourly rollups (hours.py), the rest
+    from raw rows: per lineage, its requests and its bytes per part in each
+    period. ClickHouse evaluates a CTE again wherever it is referenced: the
+    raw ones are small (the edges of the periods), and the totals are scalar
+    subqueries that run once."""
+    ctes = plan.ctes(hours.INSIDE_PERIODS, periods=True)
+    raw_window = _COMPARISON_WINDOW + " AND " + plan.not_rolled_in_periods("started_at")
+    lineage_counts = plan.union(
+        f"""SELECT lineage_key AS lineage, sumIf(requests, hour >= period_start) AS current_count,
+                   sumIf(requests, hour < period_start) AS previous_count
+            FROM {{{{db}}}}.prompt_requests_hourly
+            WHERE {plan.rolled} AND {{{{filters}}}}
+            GROUP BY lineage""",
+        """SELECT lineage, uniqExactIf(request_id, current) AS current_count,
+                   uniqExactIf(request_id, NOT current) AS previous_count
+            FROM raw_requests
+            GROUP BY lineage""")
+    part_bytes = plan.union(
+        f"""SELECT lineage_key AS lineage, {_ROLLUP_SERIES} AS series, toString(layer) AS part_layer,
+                   sumIf(bytes, hour >= period_start) AS current_bytes,
+                   sumIf(bytes, hour < period_start) AS previous_bytes
+            FROM {{{{db}}}}.prompt_parts_hourly
+            WHERE {plan.rolled} AND {{{{filters}}}} AND lineage_key IN (SELECT lineage FROM matched)
+            GROUP BY lineage, series, part_layer""",
+        f"""SELECT lineage, {_SERIES} AS series, layer AS part_layer,
+                   sumIf(size, current) AS current_bytes, sumIf(size, NOT current) AS previous_bytes
+            FROM ({_with_window(_PROMPT_PARTS, raw_window)}) AS raw_parts
+            INNER JOIN (SELECT request_id, current, lineage FROM raw_requests) AS raw_lineages USING (request_id)
+            GROUP BY lineage, series, part_layer""")
+    return f"""
+WITH
+    {{{{from}}}} AS period_start,
+    {"".join(cte + "," + chr(10) + "    " for cte in ctes)}raw_requests AS (
+        SELECT request_id, started_at >= period_start AS current, {LINEAGE_KEY_SQL} AS lineage
+        FROM {{{{db}}}}.prompt_requests
+        WHERE {raw_window} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
+    ),
+    lineages AS (
+        SELECT lineage, sum(current_count) AS lineage_current, sum(previous_count) AS lineage_previous
+        FROM (
+            {lineage_counts}
+        )
+        GROUP BY lineage
+    ),
+    matched AS (
+        SELECT lineage, lineage_current, lineage_previous FROM lineages
+        WHERE lineage_current > 0 AND lineage_previous > 0
+    ),
+    part_sums AS (
+        SELECT lineage, series, part_layer, sum(current_bytes) AS lineage_current_sum,
+               sum(previous_bytes) AS lineage_previous_sum
+        FROM (
+            {part_bytes}
+        )
+        GROUP BY lineage, series, part_layer
+    ),
+    per_series AS (
+        SELECT
+            series,
+            -- the layers of a block name (by other dimensions: empty)
+            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part_layer)), ', '), '') AS layers,
+            sum(lineage_current_sum) AS current_sum,
+            sum(lineage_previous_sum * lineage_current / lineage_previous) AS previous_sum
+        FROM part_sums INNER JOIN matched USING (lineage)
+        GROUP BY series
+    ),
+    -- one scalar subquery over lineages (a CTE is planned again wherever it is referenced);
+    -- assumeNotNull: ClickHouse 24.8 types a scalar subquery Nullable
+    (SELECT (countIf(lineage_current > 0 AND lineage_previous > 0),
+             sumIf(lineage_current, lineage_current > 0 AND lineage_previous > 0),
+             sumIf(lineage_previous, lineage_current > 0 AND lineage_previous > 0),
+             sum(lineage_current + lineage_previous)) FROM lineages) AS compared
+SELECT
+    series,
+    layers,
+    round(if(current_requests = 0, 0, previous_sum / current_requests), 1) AS previous_bytes,
+    round(if(current_requests = 0, 0, current_sum / current_requests), 1) AS current_bytes,
+    round(current_bytes - previous_bytes, 1) AS delta_bytes,
+    round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
+    if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
+    if(previous_total = 0, NULL,
+       round(100 * delta_bytes / (previous_total / current_requests), 2)) AS contribution_pct,
+    assumeNotNull(compared.3) AS previous_requests,
+    assumeNotNull(compared.2) AS current_requests,
+    assumeNotNull(compared.1) AS lineages_compared,
+    assumeNotNull(compared.4) - current_requests - previous_requests AS requests_not_compared
+FROM (SELECT *, sum(previous_sum) OVER () AS previous_total FROM per_series)
+ORDER BY abs(delta_bytes) DESC, series
+"""
+
 
 # Growth is compared within lineages (collector/read/lineage.py): a part's bytes per
 # request in the current period against the same lineage's in the previous
@@ -139,99 +243,14 @@ GROWTH_ATTRIBUTION = InsightQuery(
     "contribution_pct is the part's share of the change of the whole prompt, so the contributions add "
     "up to the prompt's change_pct.",
     panel="table",
-    # Whole hours of each period from the hourly rollups (hours.py), the rest
-    # from raw rows: per lineage, its requests and its bytes per part in each
-    # period. ClickHouse evaluates a CTE again wherever it is referenced: the
-    # raw ones are small (the edges of the periods), and the totals are scalar
-    # subqueries that run once.
-    sql=f"""
-WITH
-    {{{{from}}}} AS period_start,
-    {_PERIODS_COMPUTED},
-    {hours.PERIOD_RUNS},
-    raw_requests AS (
-        SELECT request_id, started_at >= period_start AS current, {LINEAGE_KEY_SQL} AS lineage
-        FROM {{{{db}}}}.prompt_requests
-        WHERE {_PERIODS_RAW_WINDOW} AND {{{{filters}}}} AND (mapped OR prompt_bytes > 0)
-    ),
-    lineages AS (
-        SELECT lineage, sum(current_count) AS lineage_current, sum(previous_count) AS lineage_previous
-        FROM (
-            SELECT lineage_key AS lineage, sumIf(requests, hour >= period_start) AS current_count,
-                   sumIf(requests, hour < period_start) AS previous_count
-            FROM {{{{db}}}}.prompt_requests_hourly
-            WHERE {hours.ROLLED} AND {{{{filters}}}}
-            GROUP BY lineage
-            UNION ALL
-            SELECT lineage, uniqExactIf(request_id, current), uniqExactIf(request_id, NOT current)
-            FROM raw_requests
-            GROUP BY lineage
-        )
-        GROUP BY lineage
-    ),
-    matched AS (
-        SELECT lineage, lineage_current, lineage_previous FROM lineages
-        WHERE lineage_current > 0 AND lineage_previous > 0
-    ),
-    part_sums AS (
-        SELECT lineage, series, part_layer, sum(current_bytes) AS lineage_current_sum,
-               sum(previous_bytes) AS lineage_previous_sum
-        FROM (
-            SELECT lineage_key AS lineage, {_ROLLUP_SERIES} AS series, toString(layer) AS part_layer,
-                   sumIf(bytes, hour >= period_start) AS current_bytes,
-                   sumIf(bytes, hour < period_start) AS previous_bytes
-            FROM {{{{db}}}}.prompt_parts_hourly
-            WHERE {hours.ROLLED} AND {{{{filters}}}} AND lineage_key IN (SELECT lineage FROM matched)
-            GROUP BY lineage, series, part_layer
-            UNION ALL
-            SELECT lineage, {_SERIES} AS series, layer AS part_layer,
-                   sumIf(size, current) AS current_bytes, sumIf(size, NOT current) AS previous_bytes
-            FROM ({_with_window(_PROMPT_PARTS, _PERIODS_RAW_WINDOW)}) AS raw_parts
-            INNER JOIN (SELECT request_id, current, lineage FROM raw_requests) AS raw_lineages USING (request_id)
-            WHERE lineage IN (SELECT lineage FROM matched)
-            GROUP BY lineage, series, part_layer
-        )
-        GROUP BY lineage, series, part_layer
-    ),
-    per_series AS (
-        SELECT
-            series,
-            -- the layers of a block name (by other dimensions: empty)
-            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part_layer)), ', '), '') AS layers,
-            sum(lineage_current_sum) AS current_sum,
-            sum(lineage_previous_sum * lineage_current / lineage_previous) AS previous_sum
-        FROM part_sums INNER JOIN matched USING (lineage)
-        GROUP BY series
-    ),
-    -- assumeNotNull: ClickHouse 24.8 types a scalar subquery Nullable
-    (SELECT (count(), sum(lineage_current), sum(lineage_previous)) FROM matched) AS compared,
-    (SELECT sum(lineage_current + lineage_previous) FROM lineages) AS all_requests
-SELECT
-    series,
-    layers,
-    round(if(current_requests = 0, 0, previous_sum / current_requests), 1) AS previous_bytes,
-    round(if(current_requests = 0, 0, current_sum / current_requests), 1) AS current_bytes,
-    round(current_bytes - previous_bytes, 1) AS delta_bytes,
-    round(delta_bytes / {BYTES_PER_TOKEN}, 1) AS delta_tokens,
-    if(previous_bytes = 0, NULL, round(100 * delta_bytes / previous_bytes, 2)) AS change_pct,
-    if(previous_total = 0, NULL,
-       round(100 * delta_bytes / (previous_total / current_requests), 2)) AS contribution_pct,
-    assumeNotNull(compared.3) AS previous_requests,
-    assumeNotNull(compared.2) AS current_requests,
-    assumeNotNull(compared.1) AS lineages_compared,
-    assumeNotNull(all_requests) - current_requests - previous_requests AS requests_not_compared
-FROM (SELECT *, sum(previous_sum) OVER () AS previous_total FROM per_series)
-ORDER BY abs(delta_bytes) DESC, series
-""",
+    sql=_growth_attribution(hours.Lookup()),
+    build=_growth_attribution,
     params=("since", "until", "dimension", "service", "model", "process"),
 )
 
-GROWTH_TOTAL = InsightQuery(
-    name="growth_total",
-    title="Prompt change against the previous period",
-    description="Average system-prompt bytes per request, this period against the one before.",
-    panel="stat",
-    sql=f"""
+
+def _growth_total(plan: hours.Plan) -> str:
+    return f"""
 SELECT
     round(sum(previous_bytes), 1) AS previous_bytes,
     round(sum(current_bytes), 1) AS current_bytes,
@@ -241,8 +260,17 @@ SELECT
     max(previous_requests) AS previous_requests,
     max(current_requests) AS current_requests,
     max(lineages_compared) AS lineages_compared
-FROM ({GROWTH_ATTRIBUTION.sql})
-""",
+FROM ({_growth_attribution(plan)})
+"""
+
+
+GROWTH_TOTAL = InsightQuery(
+    name="growth_total",
+    title="Prompt change against the previous period",
+    description="Average system-prompt bytes per request, this period against the one before.",
+    panel="stat",
+    sql=_growth_total(hours.Lookup()),
+    build=_growth_total,
     params=GROWTH_ATTRIBUTION.params,
 )
 

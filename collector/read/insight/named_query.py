@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from ....wire.canonical import BYTES_PER_TOKEN  # the one ratio every estimate uses
 
@@ -90,12 +91,18 @@ class InsightQuery:
     sql: str
     # The parameters the STORE rendering binds (besides db).
     params: tuple[str, ...]
+    # Queries that read the hourly rollups: their SQL as a function of how the rolled-up
+    # hours are found (hours.Plan); ``sql`` is ``build(hours.Lookup())``.
+    build: Callable[[Any], str] | None = None
 
-    def render(self, dialect: Dialect) -> str:
+    def render(self, dialect: Dialect, plan: Any = None) -> str:
+        """The SQL for ``dialect``; with ``plan`` (an ``hours.Known``), built for the hours it knows."""
+        sql = self.build(plan) if plan is not None and self.build is not None else self.sql
+
         def replace(match: re.Match) -> str:
             slot, column = match.group(1), match.group(2)
             if column is not None:
                 return dialect.column_slots[slot].format(column=column)
             return dialect.slots[slot]
 
-        return _SLOT.sub(replace, self.sql).strip()
+        return _SLOT.sub(replace, sql).strip()

@@ -9,12 +9,13 @@ a store.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...store.base import Store
-from . import queries
+from . import hours, queries
 from ..errors import BadArgument
 from ..models import LIMIT_MAX
 from ..times import NANOSECONDS, parse_duration, parse_moment, rfc3339_seconds
@@ -112,13 +113,72 @@ def _listing_params(window: Window, filters: Filters, bucket_seconds: int, limit
             "limit": _limit(limit, CACHE_ROWS_DEFAULT), **filters.as_params()}
 
 
-def run(store: Store, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Run one named query (STORE rendering) with exactly the parameters it declares."""
-    query = QUERIES[name]
+@dataclass(frozen=True)
+class Snapshot:
+    """What the read side learns about the store before it runs insight queries (two small reads).
+
+    ``hours``: the hours the rollup job had computed in since–until (Unix
+    seconds, inclusive), which ``hours.Known`` writes into the SQL as
+    constants. ``event_prompts``: whether any OTLP log event could carry a
+    system prompt (``genai_events`` with a contribution); without one the view
+    ``prompt_requests`` is the table ``requests`` row for row (it only fills in
+    prompts from those events), and the queries read the table: the view's
+    join with ``event_prompts`` is most of a small query's planning.
+    """
+
+    since: int
+    until: int
+    hours: tuple[int, ...]
+    event_prompts: bool = True
+
+    def covers(self, since: int, until: int) -> bool:
+        return self.since <= since and until <= self.until
+
+
+# A row of genai_events that event_prompts reads (migration 022's view: contribution != '').
+_ANY_EVENT_PROMPT = "SELECT count() AS n FROM (SELECT 1 FROM {db:Identifier}.genai_events WHERE contribution != '' LIMIT 1)"
+_PROMPT_REQUESTS_VIEW = re.compile(r"(\{db:Identifier\}\.)prompt_requests\b")
+
+
+def snapshot(store: Store, since: int, until: int) -> Snapshot:
+    rows = store.query(hours.ROLLED_UP_HOURS, {"db": store.database, "since": since, "until": until})
+    (events,) = store.query(_ANY_EVENT_PROMPT, {"db": store.database})
+    return Snapshot(since, until, tuple(int(row["hour"]) for row in rows), bool(int(events["n"])))
+
+
+def _rolled_range(since: int, until: int) -> tuple[int, int]:
+    """The range whose rolled-up hours a query over since–until may read (a growth comparison's
+    previous period included)."""
+    return max(0, since - (until - since)), until
+
+
+def run(store: Store, name: str | queries.InsightQuery, params: Mapping[str, Any], *,
+        known: Snapshot | None = None, lookup: bool = False) -> list[dict[str, Any]]:
+    """Run one named query (STORE rendering) with exactly the parameters it declares.
+
+    The store's ``Snapshot`` (``known``, else read now) specializes the SQL:
+    the rolled-up hours as constants (``hours.Known``), and the table for the
+    view when no event carries a prompt; ClickHouse plans that far faster than
+    the SQL that finds both out itself. ``lookup`` runs that SQL instead (the
+    Grafana panels' form), for tests that hold the two side by side.
+    """
+    query = QUERIES[name] if isinstance(name, str) else name
     bound = {"db": store.database}
     for key in query.params:
         bound[key] = params[key]
-    rows = store.query(query.render(STORE), bound)
+    if lookup:
+        return _booleans(store.query(query.render(STORE), bound))
+    if "since" in query.params:
+        first, last = _rolled_range(int(params["since"]), int(params["until"]))
+        if known is None or not known.covers(first, last):
+            known = snapshot(store, first, last)
+    sql = query.render(STORE, hours.Known(known.hours, params) if known and query.build else None)
+    if known and not known.event_prompts:
+        sql = _PROMPT_REQUESTS_VIEW.sub(r"\1requests", sql)
+    return _booleans(store.query(sql, bound))
+
+
+def _booleans(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         for key in _BOOLEAN_COLUMNS.intersection(row):
             row[key] = bool(row[key])
@@ -135,12 +195,13 @@ _BOOLEAN_COLUMNS = frozenset({
 # --- growth ------------------------------------------------------------------
 
 
-def _run_query(store: Store, query: queries.InsightQuery, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return store.query(query.render(STORE), {"db": store.database, **{key: params[key] for key in query.params}})
+def _run_query(store: Store, query: queries.InsightQuery, params: Mapping[str, Any],
+               known: Snapshot | None = None) -> list[dict[str, Any]]:
+    return run(store, query, params, known=known)
 
 
 def growth_window(store: Store, filters: Filters, *, now: float | None = None,
-                  within: Window | None = None) -> tuple[Window, str]:
+                  within: Window | None = None, known: Snapshot | None = None) -> tuple[Window, str]:
     """The default growth comparison: the latest part of the stored requests against the part before it.
 
     Up to the newest request with a system prompt (matching ``filters``, and
@@ -151,7 +212,7 @@ def growth_window(store: Store, filters: Filters, *, now: float | None = None,
     """
     bounds = within or Window(0, ALL_TIME_UNTIL)
     (row,) = _run_query(store, queries.GROWTH_RANGE, {"since": bounds.since, "until": bounds.until,
-                                                      **filters.as_params()})
+                                                      **filters.as_params()}, known)
     if not row["requests"]:
         return Window.parse(None, None, now=now), "the last 7 days (no requests stored yet)"
     # Whole seconds compared with nanosecond start times: end one second after the newest.
@@ -168,7 +229,7 @@ def growth_window(store: Store, filters: Filters, *, now: float | None = None,
 
 
 def growth(store: Store, window: Window | None, filters: Filters, *, dimension: str = "name",
-           bucket: Any = None, series: bool = True) -> dict[str, Any]:
+           bucket: Any = None, series: bool = True, known: Snapshot | None = None) -> dict[str, Any]:
     """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``)."""
     if dimension not in DIMENSIONS:
         raise BadArgument(f"dimension must be one of {', '.join(DIMENSIONS)}")
@@ -180,10 +241,12 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
     bucket_seconds = bucket_for(window, bucket)
     params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
               "dimension": dimension, **filters.as_params()}
-    attribution = run(store, "growth_attribution", params)
+    if known is None or not known.covers(*_rolled_range(window.since, window.until)):
+        known = snapshot(store, *_rolled_range(window.since, window.until))
+    attribution = run(store, "growth_attribution", params, known=known)
     total = total_from_attribution(attribution)
     if not attribution:  # say why: nothing stored, nothing before, or no lineage in both periods
-        (periods,) = _run_query(store, queries.GROWTH_PERIOD_REQUESTS, params)
+        (periods,) = _run_query(store, queries.GROWTH_PERIOD_REQUESTS, params, known)
         total["current_requests_all"] = int(periods["current_requests"])
         total["previous_requests_all"] = int(periods["previous_requests"])
     return {
@@ -196,7 +259,7 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
         "total": total,
         "attribution": attribution,
         # Without ``series`` (a caller that does not chart it) one query fewer.
-        "series": run(store, "growth_series", params) if series else [],
+        "series": run(store, "growth_series", params, known=known) if series else [],
         "summary": growth_summary(total, attribution),
     }
 
@@ -267,12 +330,14 @@ def _part_name(row: Mapping[str, Any]) -> str:
 
 
 def cache(store: Store, window: Window, filters: Filters, *, limit: Any = None,
-          bucket: Any = None) -> dict[str, Any]:
+          bucket: Any = None, known: Snapshot | None = None) -> dict[str, Any]:
     bucket_seconds = bucket_for(window, bucket)
     params = _listing_params(window, filters, bucket_seconds, limit)
-    series = run(store, "cache_series", params)
-    by_block = run(store, "cache_breaks_by_block", params)
-    misordered = run(store, "cache_misordered", params)
+    if known is None or not known.covers(*_rolled_range(window.since, window.until)):
+        known = snapshot(store, *_rolled_range(window.since, window.until))
+    series = run(store, "cache_series", params, known=known)
+    by_block = run(store, "cache_breaks_by_block", params, known=known)
+    misordered = run(store, "cache_misordered", params, known=known)
     counts = {
         "follow_ups": sum(row["follow_ups"] for row in series),
         "breaks": sum(row["breaks"] for row in series),
@@ -287,7 +352,7 @@ def cache(store: Store, window: Window, filters: Filters, *, limit: Any = None,
         "by_block": by_block,
         "misordered": misordered,
         "series": series,
-        "requests": run(store, "cache_requests", params),
+        "requests": run(store, "cache_requests", params, known=known),
         "summary": cache_summary(counts, by_block, misordered),
     }
 
@@ -330,11 +395,13 @@ def cache_summary(counts: Mapping[str, int], by_block: list[Mapping[str, Any]],
 
 
 def headroom(store: Store, window: Window, filters: Filters, *, limit: Any = None,
-             bucket: Any = None) -> dict[str, Any]:
+             bucket: Any = None, known: Snapshot | None = None) -> dict[str, Any]:
     bucket_seconds = bucket_for(window, bucket)
     params = _listing_params(window, filters, bucket_seconds, limit)
-    series = run(store, "headroom_series", params)
-    rows = run(store, "headroom_requests", params)
+    if known is None or not known.covers(*_rolled_range(window.since, window.until)):
+        known = snapshot(store, *_rolled_range(window.since, window.until))
+    series = run(store, "headroom_series", params, known=known)
+    rows = run(store, "headroom_requests", params, known=known)
     return {
         "window": window.as_json(),
         "bucket_seconds": bucket_seconds,
@@ -354,6 +421,6 @@ def headroom_summary(series: list[Mapping[str, Any]], rows: list[Mapping[str, An
 
 
 __all__ = [
-    "Filters", "Window", "bucket_for", "cache", "cache_summary", "growth",
+    "Filters", "Snapshot", "Window", "snapshot", "bucket_for", "cache", "cache_summary", "growth",
     "growth_summary", "headroom", "queries", "run", "total_from_attribution",
 ]
