@@ -135,12 +135,36 @@ _COMPARISON_WINDOW = (
 )
 
 
-def _growth_attribution(plan: hours.Plan) -> str:
+# The columns a part is named by in raw rows and in the rollups, per breakdown.
+_RAW_PARTS = {"name": "name", "layer": "layer", "stability": "stability", "service": "toString(service)",
+              "model": "toString(model)", "process": "toString(process_kind)"}
+_ROLLUP_PARTS = {**_RAW_PARTS, "name": "toString(name)", "layer": "toString(layer)",
+                 "stability": "toString(stability)"}
+
+
+def _growth_attribution(plan: hours.Plan, breakdowns: tuple[str, ...] = ()) -> str:
     """Whole hours of each period from the hourly rollups (hours.py), the rest
     from raw rows: per lineage, its requests and its bytes per part in each
     period. ClickHouse evaluates a CTE again wherever it is referenced: the
     raw ones are small (the edges of the periods), and the totals are scalar
-    subqueries that run once."""
+    subqueries that run once.
+
+    ``breakdowns`` (the read side only): several breakdowns in one query, each
+    row with its ``breakdown``, each breakdown's rows as the query by that
+    ``dimension`` gives them (the overview shows growth by name and by layer:
+    one query planned instead of two).
+    """
+    if breakdowns:
+        def parts(columns: dict[str, str]) -> str:
+            listed = ", ".join(f"tuple('{breakdown}', {columns[breakdown]})" for breakdown in breakdowns)
+            return f"arrayJoin([{listed}]) AS part"
+        raw_series, rollup_series, part, named_part = parts(_RAW_PARTS), parts(_ROLLUP_PARTS), "part", \
+            "part.1 AS breakdown, part.2 AS series"
+        keys, named, partition, first = "breakdown, series", "breakdown = 'name'", "PARTITION BY breakdown", "breakdown, "
+    else:
+        raw_series, rollup_series, part, named_part = f"{_SERIES} AS series", f"{_ROLLUP_SERIES} AS series", \
+            "series", "series"
+        keys, named, partition, first = "series", "{{dimension}} = 'name'", "", ""
     ctes = plan.ctes(hours.INSIDE_PERIODS, periods=True)
     raw_window = _COMPARISON_WINDOW + " AND " + plan.not_rolled_in_periods("started_at")
     lineage_counts = plan.union(
@@ -154,17 +178,17 @@ def _growth_attribution(plan: hours.Plan) -> str:
             FROM raw_requests
             GROUP BY lineage""")
     part_bytes = plan.union(
-        f"""SELECT lineage_key AS lineage, {_ROLLUP_SERIES} AS series, toString(layer) AS part_layer,
+        f"""SELECT lineage_key AS lineage, {rollup_series}, toString(layer) AS part_layer,
                    sumIf(bytes, hour >= period_start) AS current_bytes,
                    sumIf(bytes, hour < period_start) AS previous_bytes
             FROM {{{{db}}}}.prompt_parts_hourly
             WHERE {plan.rolled} AND {{{{filters}}}} AND lineage_key IN (SELECT lineage FROM matched)
-            GROUP BY lineage, series, part_layer""",
-        f"""SELECT lineage, {_SERIES} AS series, layer AS part_layer,
+            GROUP BY lineage, {part}, part_layer""",
+        f"""SELECT lineage, {raw_series}, layer AS part_layer,
                    sumIf(size, current) AS current_bytes, sumIf(size, NOT current) AS previous_bytes
             FROM ({_with_window(_PROMPT_PARTS, raw_window)}) AS raw_parts
             INNER JOIN (SELECT request_id, current, lineage FROM raw_requests) AS raw_lineages USING (request_id)
-            GROUP BY lineage, series, part_layer""")
+            GROUP BY lineage, {part}, part_layer""")
     return f"""
 WITH
     {{{{from}}}} AS period_start,
@@ -185,22 +209,22 @@ WITH
         WHERE lineage_current > 0 AND lineage_previous > 0
     ),
     part_sums AS (
-        SELECT lineage, series, part_layer, sum(current_bytes) AS lineage_current_sum,
+        SELECT lineage, {named_part}, part_layer, sum(current_bytes) AS lineage_current_sum,
                sum(previous_bytes) AS lineage_previous_sum
         FROM (
             {part_bytes}
         )
-        GROUP BY lineage, series, part_layer
+        GROUP BY lineage, {part}, part_layer
     ),
     per_series AS (
         SELECT
-            series,
+            {keys},
             -- the layers of a block name (by other dimensions: empty)
-            if({{{{dimension}}}} = 'name', arrayStringConcat(arraySort(groupUniqArray(part_layer)), ', '), '') AS layers,
+            if({named}, arrayStringConcat(arraySort(groupUniqArray(part_layer)), ', '), '') AS layers,
             sum(lineage_current_sum) AS current_sum,
             sum(lineage_previous_sum * lineage_current / lineage_previous) AS previous_sum
         FROM part_sums INNER JOIN matched USING (lineage)
-        GROUP BY series
+        GROUP BY {keys}
     ),
     -- one scalar subquery over lineages (a CTE is planned again wherever it is referenced);
     -- assumeNotNull: ClickHouse 24.8 types a scalar subquery Nullable
@@ -209,7 +233,7 @@ WITH
              sumIf(lineage_previous, lineage_current > 0 AND lineage_previous > 0),
              sum(lineage_current + lineage_previous)) FROM lineages) AS compared
 SELECT
-    series,
+    {first}series,
     layers,
     round(if(current_requests = 0, 0, previous_sum / current_requests), 1) AS previous_bytes,
     round(if(current_requests = 0, 0, current_sum / current_requests), 1) AS current_bytes,
@@ -222,8 +246,8 @@ SELECT
     assumeNotNull(compared.2) AS current_requests,
     assumeNotNull(compared.1) AS lineages_compared,
     assumeNotNull(compared.4) - current_requests - previous_requests AS requests_not_compared
-FROM (SELECT *, sum(previous_sum) OVER () AS previous_total FROM per_series)
-ORDER BY abs(delta_bytes) DESC, series
+FROM (SELECT *, sum(previous_sum) OVER ({partition}) AS previous_total FROM per_series)
+ORDER BY {first}abs(delta_bytes) DESC, series
 """
 
 
@@ -246,6 +270,18 @@ GROWTH_ATTRIBUTION = InsightQuery(
     sql=_growth_attribution(hours.Lookup()),
     build=_growth_attribution,
     params=("since", "until", "dimension", "service", "model", "process"),
+)
+
+
+# The read side's growth by block name and by layer at once (the overview page; not a panel).
+GROWTH_ATTRIBUTION_BY_NAME_AND_LAYER = InsightQuery(
+    name="growth_attribution_by_name_and_layer",
+    title="Growth attribution by name and by layer",
+    description="growth_attribution by name and by layer, each row with its breakdown.",
+    panel="none",
+    sql=_growth_attribution(hours.Lookup(), ("name", "layer")),
+    build=lambda plan: _growth_attribution(plan, ("name", "layer")),
+    params=("since", "until", "service", "model", "process"),
 )
 
 

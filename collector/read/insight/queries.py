@@ -28,8 +28,8 @@ parts merge. Token counts are estimates at
 from __future__ import annotations
 
 from .cache_queries import CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_REQUESTS, CACHE_SERIES
-from .growth_queries import (DIMENSIONS, GROWTH_ATTRIBUTION, GROWTH_PERIOD_REQUESTS, GROWTH_RANGE, GROWTH_SERIES,
-                             GROWTH_TOTAL)
+from .growth_queries import (DIMENSIONS, GROWTH_ATTRIBUTION, GROWTH_ATTRIBUTION_BY_NAME_AND_LAYER,
+                             GROWTH_PERIOD_REQUESTS, GROWTH_RANGE, GROWTH_SERIES, GROWTH_TOTAL)
 from .metric_queries import GENAI_OPERATION_DURATION, GENAI_TOKEN_USAGE
 from .named_query import BYTES_PER_TOKEN, GRAFANA, STORE, Dialect, InsightQuery
 
@@ -38,6 +38,7 @@ from .named_query import BYTES_PER_TOKEN, GRAFANA, STORE, Dialect, InsightQuery
 __all__ = [
     "BYTES_PER_TOKEN", "DIMENSIONS", "GRAFANA", "QUERIES", "STORE", "Dialect", "InsightQuery",
     "GROWTH_SERIES", "GROWTH_ATTRIBUTION", "GROWTH_TOTAL", "GROWTH_RANGE", "GROWTH_PERIOD_REQUESTS",
+    "GROWTH_ATTRIBUTION_BY_NAME_AND_LAYER",
     "CACHE_REQUESTS", "CACHE_BREAKS_BY_BLOCK", "CACHE_MISORDERED", "CACHE_SERIES",
     "HEADROOM_SERIES", "HEADROOM_REQUESTS", "REQUESTS_TABLE", "GENAI_TOKEN_USAGE", "GENAI_OPERATION_DURATION",
 ]
@@ -114,7 +115,8 @@ LIMIT {{{{limit}}}}
 )
 
 # Every query here is a Grafana panel too; GROWTH_RANGE and GROWTH_PERIOD_REQUESTS
-# only serve the API's choice of a default window and are not listed.
+# only serve the API's choice of a default window, GROWTH_ATTRIBUTION_BY_NAME_AND_LAYER
+# the overview page, and are not listed.
 QUERIES: dict[str, InsightQuery] = {
     query.name: query
     for query in (

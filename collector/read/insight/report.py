@@ -146,10 +146,15 @@ def snapshot(store: Store, since: int, until: int) -> Snapshot:
     return Snapshot(since, until, tuple(int(row["hour"]) for row in rows), bool(int(events["n"])))
 
 
-def _rolled_range(since: int, until: int) -> tuple[int, int]:
-    """The range whose rolled-up hours a query over since–until may read (a growth comparison's
-    previous period included)."""
-    return max(0, since - (until - since)), until
+# Queries that read a period and the period of the same length before it.
+_TWO_PERIODS = frozenset({"growth_attribution", "growth_total", "growth_attribution_by_name_and_layer",
+                          "growth_period_requests"})
+
+
+def _rolled_range(since: int, until: int, *, periods: bool = False) -> tuple[int, int]:
+    """The range whose rolled-up hours a query over since–until may read: its window, or
+    with ``periods`` the previous period too."""
+    return (max(0, since - (until - since)), until) if periods else (since, until)
 
 
 def run(store: Store, name: str | queries.InsightQuery, params: Mapping[str, Any], *,
@@ -169,7 +174,8 @@ def run(store: Store, name: str | queries.InsightQuery, params: Mapping[str, Any
     if lookup:
         return _booleans(store.query(query.render(STORE), bound))
     if "since" in query.params:
-        first, last = _rolled_range(int(params["since"]), int(params["until"]))
+        first, last = _rolled_range(int(params["since"]), int(params["until"]),
+                                    periods=query.name in _TWO_PERIODS)
         if known is None or not known.covers(first, last):
             known = snapshot(store, first, last)
     sql = query.render(STORE, hours.Known(known.hours, params) if known and query.build else None)
@@ -229,8 +235,11 @@ def growth_window(store: Store, filters: Filters, *, now: float | None = None,
 
 
 def growth(store: Store, window: Window | None, filters: Filters, *, dimension: str = "name",
-           bucket: Any = None, series: bool = True, known: Snapshot | None = None) -> dict[str, Any]:
-    """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``)."""
+           bucket: Any = None, series: bool = True, known: Snapshot | None = None,
+           attribution: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Growth attribution; ``window`` None chooses it from the stored data (``growth_window``).
+
+    ``attribution``: its rows, already read (``growth_by_name_and_layer``)."""
     if dimension not in DIMENSIONS:
         raise BadArgument(f"dimension must be one of {', '.join(DIMENSIONS)}")
     if window is None:
@@ -241,9 +250,10 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
     bucket_seconds = bucket_for(window, bucket)
     params = {"since": window.since, "until": window.until, "bucket_seconds": bucket_seconds,
               "dimension": dimension, **filters.as_params()}
-    if known is None or not known.covers(*_rolled_range(window.since, window.until)):
-        known = snapshot(store, *_rolled_range(window.since, window.until))
-    attribution = run(store, "growth_attribution", params, known=known)
+    if known is None or not known.covers(*_rolled_range(window.since, window.until, periods=True)):
+        known = snapshot(store, *_rolled_range(window.since, window.until, periods=True))
+    if attribution is None:
+        attribution = run(store, "growth_attribution", params, known=known)
     total = total_from_attribution(attribution)
     if not attribution:  # say why: nothing stored, nothing before, or no lineage in both periods
         (periods,) = _run_query(store, queries.GROWTH_PERIOD_REQUESTS, params, known)
@@ -262,6 +272,19 @@ def growth(store: Store, window: Window | None, filters: Filters, *, dimension: 
         "series": run(store, "growth_series", params, known=known) if series else [],
         "summary": growth_summary(total, attribution),
     }
+
+
+def growth_by_name_and_layer(store: Store, window: Window, filters: Filters, *, bucket: Any = None,
+                              known: Snapshot | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``growth`` by name (without its series) and by layer, both attributions read by one query."""
+    if known is None or not known.covers(*_rolled_range(window.since, window.until, periods=True)):
+        known = snapshot(store, *_rolled_range(window.since, window.until, periods=True))
+    rows = run(store, queries.GROWTH_ATTRIBUTION_BY_NAME_AND_LAYER,
+               {"since": window.since, "until": window.until, **filters.as_params()}, known=known)
+    by = {breakdown: [{key: value for key, value in row.items() if key != "breakdown"}
+                      for row in rows if row["breakdown"] == breakdown] for breakdown in ("name", "layer")}
+    return (growth(store, window, filters, dimension="name", series=False, known=known, attribution=by["name"]),
+            growth(store, window, filters, dimension="layer", bucket=bucket, known=known, attribution=by["layer"]))
 
 
 def total_from_attribution(attribution: list[dict[str, Any]]) -> dict[str, Any]:
@@ -422,5 +445,6 @@ def headroom_summary(series: list[Mapping[str, Any]], rows: list[Mapping[str, An
 
 __all__ = [
     "Filters", "Snapshot", "Window", "snapshot", "bucket_for", "cache", "cache_summary", "growth",
+    "growth_by_name_and_layer",
     "growth_summary", "headroom", "queries", "run", "total_from_attribution",
 ]

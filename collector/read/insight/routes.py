@@ -79,23 +79,21 @@ def insight_routes(store: Store, pages: Pages | None = None) -> list[Route]:
         window, filters = _window(given), _filters(given)
         # Every query of the page stays inside the selected window: growth compares the
         # later half of the requests stored in it with the earlier half.
-        # What the queries are specialized for (rolled-up hours, prompts from events), read once:
-        # the growth periods lie inside the window, the earlier one may start a second before it.
-        known = report.snapshot(store, window.since - window.seconds, window.until)
+        # What the queries are specialized for (rolled-up hours, prompts from events), read once for
+        # the window (the growth comparison reads it again for its periods if they reach past it).
+        known = report.snapshot(store, window.since, window.until)
         compared, basis = report.growth_window(store, filters, within=window, known=known)
-        # The four answers are independent reads: asked at once, the page waits for the slowest,
+        # The three answers are independent reads: asked at once, the page waits for the slowest,
         # not the sum (the store already serves concurrent requests of the UI server).
-        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="overview") as pool:
-            growth = pool.submit(report.growth, store, compared, filters, dimension="name", series=False,
-                                 known=known)
-            growth_by_layer = pool.submit(report.growth, store, compared, filters, dimension="layer",
-                                          bucket=given.bucket, known=known)
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="overview") as pool:
+            growth_both = pool.submit(report.growth_by_name_and_layer, store, compared, filters,
+                                      bucket=given.bucket, known=known)
             cache = pool.submit(report.cache, store, window, filters, limit=OVERVIEW_VERDICTS, bucket=given.bucket,
                                 known=known)
             headroom = pool.submit(report.headroom, store, window, filters, limit=OVERVIEW_HEADROOM_ROWS,
                                    bucket=given.bucket, known=known)
-            growth, growth_by_layer, cache, headroom = (
-                future.result() for future in (growth, growth_by_layer, cache, headroom))
+            (growth, growth_by_layer), cache, headroom = (
+                future.result() for future in (growth_both, cache, headroom))
         return {
             **_form(request, given, window),
             "window": window.as_json(),
