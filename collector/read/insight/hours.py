@@ -144,10 +144,12 @@ class Known(Lookup):
     ``ctes`` applies the query's conditions to pick its hours.
     """
 
-    def __init__(self, hours: tuple[int, ...], params: Mapping[str, Any]):
+    def __init__(self, hours: tuple[int, ...], params: Mapping[str, Any], *, raw: bool = True):
         self._all = hours
         self._params = params
         self.hours: tuple[int, ...] = ()
+        # False: no raw row outside the hours (looked up first), so only the rollup branch is read
+        self.raw = raw
 
     def ctes(self, *conditions: Condition, periods: bool = False) -> list[str]:
         self.hours = tuple(sorted(hour for hour in self._all
@@ -190,8 +192,20 @@ class Known(Lookup):
         return self.not_rolled(column)
 
     def union(self, rolled: str, raw: str) -> str:
-        return super().union(rolled, raw) if self.hours else raw
+        if not self.hours:
+            return raw
+        return super().union(rolled, raw) if self.raw else rolled
 
+
+# Whether any request row lies outside the rolled-up hours in a range (``{{raw_rows}}``:
+# ``Known.not_rolled``): none, and a query reads its rollup branch only.
+RAW_ROWS = """
+SELECT count() AS n FROM (
+    SELECT 1 FROM {db:Identifier}.requests
+    WHERE started_at >= toDateTime({since:Int64}, 'UTC') AND started_at <= toDateTime({until:Int64}, 'UTC')
+      AND {{raw_rows}}
+    LIMIT 1)
+"""
 
 # The hours computed by the rollup job in a range (Unix seconds, inclusive): read once
 # before the queries that ``Known`` renders.

@@ -178,10 +178,22 @@ def run(store: Store, name: str | queries.InsightQuery, params: Mapping[str, Any
                                     periods=query.name in _TWO_PERIODS)
         if known is None or not known.covers(first, last):
             known = snapshot(store, first, last)
-    sql = query.render(STORE, hours.Known(known.hours, params) if known and query.build else None)
+    plan = hours.Known(known.hours, params) if known and query.build else None
+    sql = query.render(STORE, plan)
+    if plan is not None and plan.hours and not _raw_rows(store, plan, first, last):
+        # every request of its window lies in a rolled-up hour: the rollup branch alone
+        plan = hours.Known(known.hours, params, raw=False)
+        sql = query.render(STORE, plan)
     if known and not known.event_prompts:
         sql = _PROMPT_REQUESTS_VIEW.sub(r"\1requests", sql)
     return _booleans(store.query(sql, bound))
+
+
+def _raw_rows(store: Store, plan: hours.Known, since: int, until: int) -> bool:
+    """Whether a request row of since–until lies outside the hours ``plan`` chose (read by time ranges)."""
+    sql = hours.RAW_ROWS.replace("{{raw_rows}}", plan.not_rolled("started_at"))
+    (row,) = store.query(sql, {"db": store.database, "since": since, "until": until})
+    return bool(int(row["n"]))
 
 
 def _booleans(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
