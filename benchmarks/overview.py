@@ -86,7 +86,7 @@ def measure(store: str, loads: int) -> None:
     scratch = tempfile.mkdtemp(prefix="promptprism-overview-")
     try:
         copy = os.path.join(scratch, "store")
-        shutil.copytree(store, copy)
+        shutil.copytree(store, copy, symlinks=True)  # the database directories are relative links
         collector = _collector(copy)
         try:
             # The query condition cache would make every load after the first look cheap.
@@ -109,7 +109,10 @@ def compare(store: str, baseline: str, rounds: int, loads: int) -> None:
     """Alternate this tree and ``baseline`` (this script, each tree's own .venv and code)."""
     import re
 
-    figures = ("raw first load", "raw page", "rolled first load", "rolled page")
+    # (figure, the pattern of its seconds in the output)
+    figures = {"raw first load": r"^raw first load ([0-9.]+) s", "raw page": r"^raw page ([0-9.]+) s",
+               "raw page cpu": r"^raw page .*cpu ([0-9.]+) s", "rolled first load": r"^rolled first load ([0-9.]+) s",
+               "rolled page": r"^rolled page ([0-9.]+) s", "rolled page cpu": r"^rolled page .*cpu ([0-9.]+) s"}
     values: dict[str, list[tuple[float, float]]] = {figure: [] for figure in figures}
     arguments = [os.path.abspath(__file__), "--store", store, "--loads", str(loads)]
     print(f"overview: this tree {HERE} against {baseline}, {rounds} alternating rounds", flush=True)
@@ -120,8 +123,8 @@ def compare(store: str, baseline: str, rounds: int, loads: int) -> None:
                                        capture_output=True, text=True, check=True)
             outputs.append(completed.stdout)
         line = []
-        for figure in figures:
-            new, old = (float(re.search(rf"^{figure} ([0-9.]+) s", output, re.M).group(1)) for output in outputs)
+        for figure, pattern in figures.items():
+            new, old = (float(re.search(pattern, output, re.M).group(1)) for output in outputs)
             values[figure].append((new, old))
             line.append(f"{figure} {new:.3f}/{old:.3f}")
         print(f"  round {number + 1}: " + "; ".join(line), flush=True)

@@ -206,10 +206,11 @@ def test_a_second_run_starts_new_conversations(collector, demo_run):
 
 
 # The overview of the demo's store must answer in well under a second on a
-# quiet machine (issue 12); this bound only catches a return of the
-# multi-second page (3.8–5.8 s before the growth query read each source once),
-# with slack for a test machine shared by several test runs.
-OVERVIEW_SECONDS_MAX = 10.0
+# quiet machine (issue 12): its queries cost ~0.6-0.9 s of CPU (benchmarks/overview.py;
+# 2.6 s before the read side wrote the rolled-up hours into its SQL). This bound
+# catches a return of the multi-second page with slack for a 2-core test machine
+# shared by several test runs (there the same page took 2-6 s at load 12-17).
+OVERVIEW_SECONDS_MAX = 3.0
 
 
 def test_the_overview_of_the_demo_store_answers_quickly(collector, demo_run):
