@@ -83,8 +83,7 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
 
 def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Full request objects for ``rows``: blocks, tools, content and predecessors."""
-    block_rows = queries.blocks_for(store, rows)
-    tool_rows = queries.tools_for(store, rows)
+    block_rows, tool_rows = queries.blocks_and_tools_for(store, rows)
     references = queries.content_references(store, rows)
     # One read of `contents` for the blocks', the tools' and the content fields' text.
     contents = content_cache.read_through(

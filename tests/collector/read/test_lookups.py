@@ -164,3 +164,29 @@ def test_a_prefix_is_one_read_of_the_id_table(store):
     with pytest.raises(lookups.Ambiguous) as raised:
         lookups.request(counting, data.FIRST[:8])
     assert set(raised.value.candidates) >= {data.FIRST, data.SECOND, data.THIRD}
+
+
+def test_blocks_and_tools_from_one_query_are_the_rows_of_two(store):
+    records = data.scenario()
+    data.write(store, records)
+    rows = [queries.request_by_id(store, record.request_id) for record in records]
+    blocks, tools = queries.blocks_and_tools_for(store, rows)
+    assert (blocks, tools) == (queries.blocks_for(store, rows), queries.tools_for(store, rows))
+    assert blocks and tools and all(row["request_id"] in {record.request_id for record in records} for row in blocks)
+    counting = Counting(store)
+    lookups.trace(counting, data.AGENT_TRACE)
+    assert counting.count(queries.BLOCKS_AND_TOOLS_FOR_REQUESTS) == 1
+    assert counting.count(queries.BLOCKS_FOR_REQUESTS) == counting.count(queries.TOOLS_FOR_REQUESTS) == 0
+
+
+def test_a_list_of_a_store_younger_than_a_day_is_one_read(store):
+    records = [_conversation_record(f"f00000000000002{index}", -index * 60_000) for index in range(3)]
+    data.write(store, records)
+    counting = Counting(store)
+    answer = lookups.list_summaries(counting, {"limit": "50"})
+    assert [item["request_id"] for item in answer["requests"]] == [record.request_id for record in records]
+    assert counting.count(queries.LIST_REQUESTS) == 1
+    data.write(store, [_conversation_record("f0000000000000d1", -2 * DAY_MS)])  # now the window is not everything
+    counting.statements.clear()
+    assert len(lookups.list_summaries(counting, {"limit": "50"})["requests"]) == 4
+    assert counting.count(queries.LIST_REQUESTS) == 2
