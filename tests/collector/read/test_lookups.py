@@ -39,18 +39,7 @@ class Counting:
         return sum(statement == sql for statement in self.statements)
 
 
-def another_store(chdb_root, migrated_template):
-    """A second migrated database on the same chdb session (as the ``store`` fixture makes one)."""
-    template, statements = migrated_template
-    database = f"test_{uuid.uuid4().hex[:12]}"
-    fresh = chdb_root.with_database(database)
-    for statement in statements:
-        fresh.execute(statement.replace(f"{template}.", f"{database}."))
-    fresh.execute(f"INSERT INTO {database}.schema_migrations SELECT * FROM {template}.schema_migrations")
-    return fresh
-
-
-def test_content_is_read_once_per_store_and_never_shown_from_another(store, chdb_root, migrated_template):
+def test_content_is_read_once_per_store_and_never_shown_from_another(store, second_store):
     data.write(store, data.scenario())
     counting = Counting(store)
     first = lookups.request(counting, data.SECOND)
@@ -62,18 +51,14 @@ def test_content_is_read_once_per_store_and_never_shown_from_another(store, chdb
     assert len(content_cache.cache_of(counting)) > 0
 
     # The same requests in another database, content not captured: the first store's text never shows there.
-    other = another_store(chdb_root, migrated_template)
-    try:
-        uncaptured = [data.build_record(trace_id=data.AGENT_TRACE, request_id=data.SECOND,
-                                        parts=data.agent_parts("User prefers short answers. 🎯\n",
-                                                               "Doc: the calendar has two meetings.\n"),
-                                        capture=False)]
-        data.write(other, uncaptured)
-        answer = lookups.request(Counting(other), data.SECOND)
-        assert answer["prompt"]["content_captured"] is False
-        assert all(block["content"] is None for block in answer["prompt"]["blocks"])
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {other.database} SYNC")
+    uncaptured = [data.build_record(trace_id=data.AGENT_TRACE, request_id=data.SECOND,
+                                    parts=data.agent_parts("User prefers short answers. 🎯\n",
+                                                           "Doc: the calendar has two meetings.\n"),
+                                    capture=False)]
+    data.write(second_store, uncaptured)
+    answer = lookups.request(Counting(second_store), data.SECOND)
+    assert answer["prompt"]["content_captured"] is False
+    assert all(block["content"] is None for block in answer["prompt"]["blocks"])
 
 
 def test_cache_keeps_only_what_fits_and_drops_the_least_recently_used():
