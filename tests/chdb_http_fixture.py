@@ -43,6 +43,7 @@ import urllib.request
 import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 from urllib.parse import parse_qsl, urlparse
 
 from support import free_port  # tests/ is on sys.path: the rootdir conftest, or this script's own folder
@@ -174,22 +175,27 @@ class FixtureServer(ThreadingHTTPServer):
         self.lock = threading.Lock()  # one statement (with its SETs) at a time
         self.spool_dir = tempfile.mkdtemp(prefix="chdb-fixture-")
 
+    def _with_body(self, statement: str, data: bytes, default_format: str,
+                   source: Callable[[str, str], str]) -> tuple[str, str, str | None]:
+        """The statement without its trailing FORMAT, the format, and the request body (if any) written to
+        a file that ``source(path, fmt)`` names after the statement's head (INSERT … FROM INFILE on chdb ≥ 3,
+        INSERT … SELECT FROM file() on 2.1.x). The caller removes the file."""
+        match = FORMAT_AT_END.search(statement)
+        fmt = match.group(1) if match else default_format
+        if not data:
+            return (statement[:match.start()].rstrip() if match else statement), fmt, None
+        path = os.path.join(self.spool_dir, f"{uuid.uuid4().hex}.bin")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        head = statement[:match.start()] if match else statement
+        return head.rstrip() + source(path, fmt), fmt, path
+
     def run(self, statement: str, data: bytes, params: dict, settings: dict, database: str | None,
             default_format: str) -> tuple[bytes, str, int]:
         if self.legacy:
             return self.run_legacy(statement, data, params, settings, database, default_format)
-        statement = statement.strip().rstrip(";")
-        match = FORMAT_AT_END.search(statement)
-        fmt = match.group(1) if match else default_format
-        path = None
-        if data:
-            path = os.path.join(self.spool_dir, f"{uuid.uuid4().hex}.bin")
-            with open(path, "wb") as handle:
-                handle.write(data)
-            head = statement[:match.start()] if match else statement
-            statement = f"{head.rstrip()} FROM INFILE {_quote(path)} FORMAT {fmt}"
-        elif match:
-            statement = statement[:match.start()].rstrip()
+        statement, fmt, path = self._with_body(statement.strip().rstrip(";"), data, default_format,
+                                               lambda path, fmt: f" FROM INFILE {_quote(path)} FORMAT {fmt}")
         with self.lock:
             applied = []
             try:
@@ -218,18 +224,8 @@ class FixtureServer(ThreadingHTTPServer):
 
         statement = statement.strip().rstrip(";")
         drop = legacy_drop(statement)
-        statement = drop or statement
-        match = FORMAT_AT_END.search(statement)
-        fmt = match.group(1) if match else default_format
-        path = None
-        if data:
-            path = os.path.join(self.spool_dir, f"{uuid.uuid4().hex}.bin")
-            with open(path, "wb") as handle:
-                handle.write(data)
-            head = statement[:match.start()] if match else statement
-            statement = f"{head.rstrip()} SELECT * FROM file({_quote(path)}, {_quote(fmt)})"
-        elif match:
-            statement = statement[:match.start()].rstrip()
+        statement, fmt, path = self._with_body(drop or statement, data, default_format,
+                                               lambda path, fmt: f" SELECT * FROM file({_quote(path)}, {_quote(fmt)})")
         if params:
             statement = bind_inline(statement, {key: _unescaped(value) for key, value in params.items()})
         if settings and (data or SELECT_LIKE.match(statement)):
