@@ -6,6 +6,9 @@ A model of grafana/clickhouse-datasource, in the order it applies them:
    ``1=1`` when ``$var`` is All (``$__all``) or empty, else ``phrase``;
    arguments split at top-level commas;
 2. Grafana's template service: ``${var:singlequote}`` → ``'a','b'``;
+   ``${var:queryparam}`` → ``var-var=a&var-var=b`` (Grafana 11's scene
+   variables answer it from their URL state: ``urlUtil.toUrlParams``, whose
+   encoding keeps ``@:$,;`` and writes a space as ``%20``; All is ``$__all``);
    ``$var`` / ``${var}`` → the plugin's format (a list → ``'a','b'``, one
    value as is); ``$__all`` expands to every option;
 3. backend macros (pkg/macros/macros.go): ``$__timeFilter(c)`` →
@@ -77,6 +80,20 @@ def _singlequote(values: list[str]) -> str:
     return ",".join("'" + value.replace("'", "\\'") + "'" for value in values)
 
 
+# encodeURIComponent, then AngularJS's exceptions (@ : $ , ; kept) and !'()* encoded:
+# grafana/data's encodeURIComponentAsAngularJS(value, pctEncodeSpaces=true).
+_ANGULAR_KEPT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~@:$,;")
+
+
+def _angular_encode(value: str) -> str:
+    return "".join(chr(byte) if byte in _ANGULAR_KEPT else f"%{byte:02X}" for byte in value.encode("utf-8"))
+
+
+def _queryparam(variable: Variable) -> str:
+    selected = variable.value if isinstance(variable.value, list) else [variable.value]
+    return "&".join(f"var-{variable.name}={_angular_encode(value)}" for value in selected)
+
+
 def interpolate(sql: str, variables: dict[str, Variable]) -> str:
     def braced(match: re.Match) -> str:
         name, form = match.group(1), match.group(2)
@@ -85,6 +102,8 @@ def interpolate(sql: str, variables: dict[str, Variable]) -> str:
         values = variables[name].values()
         if form == "singlequote":
             return _singlequote(values)
+        if form == "queryparam":
+            return _queryparam(variables[name])
         if form is None:
             return _singlequote(values) if len(values) != 1 or isinstance(variables[name].value, list) and len(variables[name].value) > 1 else values[0]
         raise ValueError(f"format {form} not modelled")

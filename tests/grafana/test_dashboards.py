@@ -16,7 +16,8 @@ from promptprism.collector.read.insight.queries import QUERIES
 
 from collector.read.insight import scenario  # tests/ is on sys.path (rootdir-relative packages)
 from collector.write_path_samples import write_records
-from .macros import ALL, TimeRange, Variable, apply_conditional_all, expand, interpolate, interpolate_value
+from .macros import (ALL, TimeRange, Variable, _macro_args, apply_conditional_all, expand, interpolate,
+                     interpolate_value)
 from .metric_samples import genai_metric_points, write_genai_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,9 +76,11 @@ def test_dashboard_structure(path):
         # Every filter on service/model/process goes through $__conditionalAll.
         sql = panel["targets"][0]["rawSql"]
         for name in ("service", "model", "process"):
-            for use in re.finditer(r"\$\{" + name + r":singlequote\}", sql):
-                before = sql[:use.start()]
-                assert before.rfind("$__conditionalAll(") > before.rfind(")"), panel["title"]
+            assert "${" + name + ":singlequote}" not in sql, panel["title"]  # see named_query.grafana_selection
+            calls = [(match.start(), _macro_args(sql, match.end() - 1)[1])
+                     for match in re.finditer(re.escape("$__conditionalAll("), sql)]
+            for use in re.finditer(r"\$\{" + name + r":queryparam\}", sql):
+                assert any(start < use.start() < end for start, end in calls), panel["title"]
 
 
 def _trace_id_links(dashboard: dict) -> list[dict]:
@@ -262,6 +265,52 @@ def test_trace_view_query_runs_on_otel_traces(filled):
                        "duration", "tags", "serviceTags"]
 
 
+# Names a client may give its service: quotes, a trailing backslash, the characters
+# the queryparam format joins with (& =), a literal %, a plus, a space, non-ASCII.
+HOSTILE_SERVICES = ["it's", "trailing\\", "a&b=c", "50% +1 ü", "x') OR 1=1 --"]
+
+
+@pytest.fixture(scope="module")
+def hostile(chdb_root):
+    """The scenario again, once under each hostile service name, in a database of its own."""
+    import dataclasses
+    import time
+    import uuid
+
+    from promptprism.collector.store.migrations import migrate
+
+    database = f"test_grafana_hostile_{uuid.uuid4().hex[:8]}"
+    store = chdb_root.with_database(database)
+    migrate(store)
+    now_ns = int(time.time()) * 10**9
+    records = scenario.records(now_ns)
+    write_records(store, [dataclasses.replace(record, service=service) for service in HOSTILE_SERVICES
+                          for record in records])
+    # the requests of the panel's week, for each service
+    yield store, now_ns, sum(record.started_at_ns >= now_ns - 7 * 86_400 * 10**9 for record in records)
+    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+
+
+def test_a_selected_service_matches_its_rows_whatever_its_name(hostile):
+    """Selecting one service shows its rows and only its rows, for every name a client
+    could send: the value cannot end the SQL string literal it is placed in."""
+    store, now_ns, per_service = hostile
+    now_ms = now_ns // 10**6
+    week = TimeRange(from_ms=now_ms - 7 * 86_400_000, to_ms=now_ms, interval_ms=3_600_000)
+    table = next(panel for panel in panels(load(ROOT / "grafana" / "dashboards" / "promptprism.json"))
+                 if panel["targets"][0]["meta"]["promptprism_query"] == "requests_table")
+    for service in HOSTILE_SERVICES:
+        sql = expand(table["targets"][0]["rawSql"], _variables(store.database, service=[service]), week)
+        rows = store.query(sql)
+        assert {row["service"] for row in rows} == {service}, service
+        assert len({row["request_id"] for row in rows}) == per_service, service
+    both = expand(table["targets"][0]["rawSql"], _variables(store.database, service=HOSTILE_SERVICES[:2]), week)
+    assert {row["service"] for row in store.query(both)} == set(HOSTILE_SERVICES[:2])
+    variable = next(v for v in grafana.templating() if v["name"] == "model")
+    sql = expand(variable["query"], _variables(store.database, service=["trailing\\"]), week)
+    assert [list(row.values())[0] for row in store.query(sql)] == [scenario.MODEL]
+
+
 def test_expander_models_the_plugin():
     variables = {"service": Variable("service", ALL, ["a"]), "model": Variable("model", ["x", "y'z"], [])}
     sql = "WHERE $__conditionalAll(service IN (${service:singlequote}), $service) AND $__conditionalAll(model IN (${model:singlequote}), $model)"
@@ -271,6 +320,10 @@ def test_expander_models_the_plugin():
                   {}, TimeRange(1_000_000, 2_000_000, 20_000)) == (
         "t >= toDateTime(1000) AND t <= toDateTime(2000) AND "
         "toStartOfInterval(toDateTime(t), INTERVAL 20 second) 20 toDateTime(1000)")
+    # Grafana 11 (scene variables: urlUtil.toUrlParams of the URL state, AngularJS encoding)
+    assert interpolate("${model:queryparam}", variables) == "var-model=x&var-model=y%27z"
+    assert interpolate("${model:queryparam}", {"model": Variable("model", ["a b\\&=%+@:$,;ü"], [])}) == (
+        "var-model=a%20b%5C%26%3D%25%2B@:$,;%C3%BC")
     with pytest.raises(ValueError):
         expand("$__nonsense(t)", {}, TimeRange(0, 1000, 1000))
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..palette import LAYER_HUES, TEMPLATE_LAYER, layer_color
+from .named_query import grafana_selection
 from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GENAI_OPERATION_DURATION,
                       GENAI_TOKEN_USAGE, GRAFANA, GROWTH_ATTRIBUTION, GROWTH_SERIES, GROWTH_TOTAL, HEADROOM_REQUESTS,
                       HEADROOM_SERIES, REQUESTS_TABLE, InsightQuery)
@@ -187,9 +188,9 @@ def templating() -> list[dict[str, Any]]:
          "current": {"text": DEFAULT_INSPECTOR_URL, "value": DEFAULT_INSPECTOR_URL}},
         _query_variable("service", "service", "service", "1 = 1"),
         _query_variable("model", "model", "model",
-                        "$__conditionalAll(service IN (${service:singlequote}), $service)"),
+                        grafana_selection("service", "service")),
         _query_variable("process", "process kind", "process_kind",
-                        "$__conditionalAll(service IN (${service:singlequote}), $service)"),
+                        grafana_selection("service", "service")),
         {"name": "dimension", "label": "growth by", "type": "custom", "query": dimensions,
          "current": {"text": "layer", "value": "layer"},
          "options": [{"text": value, "value": value, "selected": value == "layer"} for value in dimensions.split(",")]},

@@ -48,6 +48,21 @@ STORE = Dialect(
     },
 )
 
+def grafana_selection(column: str, variable: str) -> str:
+    """``column`` among the values selected in the dashboard variable ``variable``; every row when All.
+
+    The values come from captured telemetry (a service's name is whatever a
+    client sent), so they reach the SQL percent-encoded (``queryparam``:
+    ``var-service=a%27b&var-service=c%5C``, nothing but letters, digits and
+    ``-_.~%@:$,;=&``) and are decoded by ClickHouse: no quote or backslash in a
+    value can end the string literal, which ``singlequote`` (``'a\\'b'``, a
+    trailing backslash left as is) does not guarantee.
+    """
+    values = (f"arrayMap(pair -> decodeURLFormComponent(substring(pair, position(pair, '=') + 1)), "
+              f"splitByChar('&', '${{{variable}:queryparam}}'))")
+    return f"$__conditionalAll({column} IN (SELECT arrayJoin({values})), ${variable})"
+
+
 # Dashboard variables the Grafana rendering refers to (grafana.py defines them).
 GRAFANA = Dialect(
     "grafana",
@@ -61,9 +76,9 @@ GRAFANA = Dialect(
         # panel can usefully show and keeps the browser responsive.
         "limit": "500",
         "filters": (
-            "$__conditionalAll(service IN (${service:singlequote}), $service)"
-            " AND $__conditionalAll(model IN (${model:singlequote}), $model)"
-            " AND $__conditionalAll(process_kind IN (${process:singlequote}), $process)"
+            f"{grafana_selection('service', 'service')}"
+            f" AND {grafana_selection('model', 'model')}"
+            f" AND {grafana_selection('process_kind', 'process')}"
         ),
         # Conversations are drilled into from the inspector, not the dashboard.
         "conversation_filter": "1 = 1",

@@ -9,7 +9,7 @@ rendered for one of two front doors:
 * ``GRAFANA`` — the dashboards: the slots become the official ClickHouse
   plugin's macros (``$__timeFilter``, ``$__timeInterval``,
   ``$__conditionalAll`` …) and dashboard variables (``${database}``,
-  ``${service:singlequote}`` …).
+  ``${service:queryparam}`` …, see ``named_query.grafana_selection``).
 
 So a panel, an API answer and a CLI line are the same SQL by construction;
 ``grafana.py`` builds the dashboard JSON from these objects and a test
