@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def _get(url: str):
-    with urllib.request.urlopen(url, timeout=10) as response:
+    with urllib.request.urlopen(url, timeout=60)  # slack for a loaded machine: the test asserts answers, not speed as response:
         return response.status, response.read().decode("utf-8")
 
 
