@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 def _get(url: str):
-    with urllib.request.urlopen(url, timeout=60)  # slack for a loaded machine: the test asserts answers, not speed as response:
+    # 60 s: slack for a loaded machine (the test asserts answers, not speed)
+    with urllib.request.urlopen(url, timeout=60) as response:
         return response.status, response.read().decode("utf-8")
 
 
