@@ -81,10 +81,17 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
     return events.join_events(rows, queries.genai_events_for(store, events.event_keys(rows)))
 
 
-def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Full request objects for ``rows``: blocks, tools, content and predecessors."""
-    block_rows, tool_rows = queries.blocks_and_tools_for(store, rows)
-    references = queries.content_references(store, rows)
+def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = False) -> list[dict[str, Any]]:
+    """Full request objects for ``rows``: blocks, tools, content and predecessors (``whole_trace``: see
+    ``_predecessor_candidates``)."""
+    conversation_rows = [row for row in rows if row["conversation_id"]]
+    starts = [int(row["started_at_ns"]) for row in conversation_rows]
+    since_ns = max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS) if starts else queries.EARLIEST_NS
+    # The blocks, tools, content references and conversation members in one read.
+    parts = queries.request_parts(store, rows, [row["conversation_id"] for row in conversation_rows],
+                                  members_since_ns=since_ns, members_until_ns=max(starts, default=queries.LATEST_NS))
+    block_rows, tool_rows, references = parts.blocks, parts.tools, parts.references
+    candidates = _predecessor_candidates(store, rows, parts.members, since_ns, whole_trace=whole_trace)
     # One read of `contents` for the blocks', the tools' and the content fields' text.
     contents = content_cache.read_through(
         store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]), *content.keys(references.values())],
@@ -111,23 +118,20 @@ def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[st
     ]
 
 
-def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], *,
+def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], members: list[dict[str, Any]], since_ns: int, *,
                             whole_trace: bool = False) -> list[dict[str, Any]]:
     """Rows among which each of ``rows`` finds its predecessor (see request_view.previous_requests).
 
     A conversation's requests are read over PREDECESSOR_WINDOW_NS before the
-    earliest of ``rows`` only; a request with no earlier one of its lineage
+    earliest of ``rows`` only (``members``, read from ``since_ns`` by
+    ``queries.request_parts``); a request with no earlier one of its lineage
     there gets the newest one before the window from a second read. Without a
     conversation the lineage is within the trace: its requests, unless
     ``rows`` are the whole trace already (``whole_trace``).
     """
-    candidates: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = list(members)
     conversation_rows = [row for row in rows if row["conversation_id"]]
     if conversation_rows:
-        starts = [int(row["started_at_ns"]) for row in conversation_rows]
-        since_ns = max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS)
-        candidates = queries.conversation_members(store, [row["conversation_id"] for row in conversation_rows],
-                                                  max(starts), since_ns=since_ns)
         first_seen: dict[tuple, tuple[int, str]] = {}
         for row in [*candidates, *rows]:
             order = (int(row["started_at_ns"]), row["request_id"])
@@ -150,7 +154,7 @@ def request(store: Store, text: str) -> dict[str, Any]:
     row = queries.request_at(store, location)
     if row is None:
         raise NotFound(f"no request with id {location['request_id']!r}")
-    return _assemble(store, [row], _predecessor_candidates(store, [row]))[0]
+    return _assemble(store, [row])[0]
 
 
 def trace(store: Store, text: str) -> dict[str, Any]:
@@ -160,7 +164,7 @@ def trace(store: Store, text: str) -> dict[str, Any]:
     if not rows:
         raise NotFound(f"no LLM requests recorded for trace {trace_id!r}")
     return {"trace_id": trace_id,
-            "requests": _assemble(store, rows, _predecessor_candidates(store, rows, whole_trace=True))}
+            "requests": _assemble(store, rows, whole_trace=True)}
 
 
 def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:

@@ -76,6 +76,17 @@ def test_read_queries_run_with_the_read_settings(store):
     assert float(store.query("SELECT getSetting('max_execution_time') AS seconds")[0]["seconds"]) == 0
 
 
+@pytest.mark.clickhouse
+def test_settings_where_known_apply_only_where_the_store_has_them(store):
+    # one the store knows (every version), one no version has: the query runs, with the known one
+    reader = ReadStore(store, where_known={"max_block_size": 1234, "promptprism_no_such_setting": 1})
+    row = reader.query("SELECT getSetting('max_block_size') AS block, getSetting('max_threads') AS threads")[0]
+    assert (int(row["block"]), int(row["threads"])) == (1234, read_limits.READ_QUERY_SETTINGS["max_threads"])
+    assert "promptprism_no_such_setting" not in reader.effective_settings()
+    # the defaults run on this ClickHouse, whichever it is
+    assert ReadStore(store).query("SELECT 1 AS one") == [{"one": 1}]
+
+
 def test_a_read_query_past_its_memory_limit_fails_alone(store):
     reader = ReadStore(store, {"max_memory_usage": 10 * 1024 * 1024, "max_threads": 1})
     with pytest.raises(StoreError):

@@ -158,10 +158,27 @@ def test_blocks_and_tools_from_one_query_are_the_rows_of_two(store):
     blocks, tools = queries.blocks_and_tools_for(store, rows)
     assert (blocks, tools) == (queries.blocks_for(store, rows), queries.tools_for(store, rows))
     assert blocks and tools and all(row["request_id"] in {record.request_id for record in records} for row in blocks)
+
+
+def test_a_request_objects_parts_come_from_one_query_as_the_rows_of_three(store):
+    records = data.scenario()
+    data.write(store, records)
+    rows = [queries.request_by_id(store, record.request_id) for record in records]
+    conversations = [row["conversation_id"] for row in rows if row["conversation_id"]]
+    assert conversations
+    until_ns = max(int(row["started_at_ns"]) for row in rows)
+    parts = queries.request_parts(store, rows, conversations, members_since_ns=0, members_until_ns=until_ns)
+    assert (parts.blocks, parts.tools) == queries.blocks_and_tools_for(store, rows)
+    assert parts.references == queries.content_references(store, rows) and parts.references
+    assert parts.members == queries.conversation_members(store, conversations, until_ns) and parts.members
+    without_members = queries.request_parts(store, rows)
+    assert (without_members.blocks, without_members.tools, without_members.references, without_members.members) == (
+        parts.blocks, parts.tools, parts.references, [])
     counting = Counting(store)
     lookups.trace(counting, data.AGENT_TRACE)
-    assert counting.count(queries.BLOCKS_AND_TOOLS_FOR_REQUESTS) == 1
-    assert counting.count(queries.BLOCKS_FOR_REQUESTS) == counting.count(queries.TOOLS_FOR_REQUESTS) == 0
+    assert counting.count(queries.REQUEST_PARTS) + counting.count(queries.REQUEST_PARTS_AND_MEMBERS) == 1
+    assert not {queries.BLOCKS_FOR_REQUESTS, queries.TOOLS_FOR_REQUESTS, queries.BLOCKS_AND_TOOLS_FOR_REQUESTS,
+                queries.CONTENT_REFERENCES, queries.CONVERSATION_MEMBERS} & set(counting.statements)
 
 
 def test_a_list_of_a_store_younger_than_a_day_is_one_read(store):
