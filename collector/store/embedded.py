@@ -25,6 +25,7 @@ import threading
 from typing import Any, Mapping
 
 from .base import (
+    INSERT_SETTINGS,
     MATERIALIZED_VIEW_DEDUPLICATION,
     StoreError,
     StoreUnavailable,
@@ -97,10 +98,11 @@ class EmbeddedStore:
     def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
         # chdb reads the local variable named in Python(...) from this frame.
         data = columns  # noqa: F841
-        settings = ""
+        settings = dict(INSERT_SETTINGS)
         if dedup_token:
-            settings = (f" SETTINGS insert_deduplication_token = '{checked_token(dedup_token)}',"
-                        f" {MATERIALIZED_VIEW_DEDUPLICATION} = 1")
+            settings.update({"insert_deduplication_token": checked_token(dedup_token),
+                             MATERIALIZED_VIEW_DEDUPLICATION: 1})
+        settings = settings_clause(settings)
         # Columns by name: a table with more columns (a later migration) fills
         # the rest from their DEFAULTs, and older spooled rows still load.
         target = f"{self.database}.{checked_identifier(table)} {column_list(columns.column_names)}"

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Mapping
 from urllib.parse import unquote, urlparse
 
-from .base import (MATERIALIZED_VIEW_DEDUPLICATION, StoreError, StoreUnavailable, checked_identifier, checked_token,
+from .base import (INSERT_SETTINGS, MATERIALIZED_VIEW_DEDUPLICATION, StoreError, StoreUnavailable, checked_identifier, checked_token,
                    is_transient, parse_json_each_row)
 
 DEFAULT_DATABASE = "promptprism"
@@ -144,8 +144,10 @@ class ServerStore:
         return parse_json_each_row(payload)
 
     def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
-        settings = ({"insert_deduplication_token": checked_token(dedup_token), MATERIALIZED_VIEW_DEDUPLICATION: 1}
-                    if dedup_token else None)
+        settings = dict(INSERT_SETTINGS)
+        if dedup_token:
+            settings.update({"insert_deduplication_token": checked_token(dedup_token),
+                             MATERIALIZED_VIEW_DEDUPLICATION: 1})
         try:
             self._client().insert_arrow(checked_identifier(table), columns, database=self.database, settings=settings)
         except Exception as error:
