@@ -57,8 +57,10 @@ logger = logging.getLogger(__name__)
 # ~440k rows/s chdb inserts, 20k spans and their blocks stay well under a
 # second of insert work, so no accept waits long behind a big group.
 MAX_GROUP_SPANS = 20_000
-# …and at most this much estimated payload, bounding the Arrow copy of a group.
-MAX_GROUP_BYTES = 64 * 1024 * 1024
+# …and at most this much estimated payload, bounding the Arrow copy of a group:
+# eight 512-span exports of the ingest benchmark (~15 MB of tables each; 64 MB
+# held four). Within the spool's memory (spool.MAX_KEPT_BYTES) and the sink's.
+MAX_GROUP_BYTES = 128 * 1024 * 1024
 # After the first batch arrives, wait this long for others to share its
 # inserts: a fraction of one insert's ~7 ms, so a lone batch barely notices.
 GROUP_LINGER_SECONDS = 0.002
@@ -89,8 +91,11 @@ REPLAY_POLL_SECONDS = 1.0
 # rows acknowledged from the spool appear in the store; far below an
 # exporter's timeout, and the spool is durable meanwhile. Longer than one
 # 512-span export's conversion on a busy 2-core machine (~0.3-0.5 s), so that
-# the exports converted meanwhile join the group (0.25 s: groups of one).
-SPOOL_GROUP_LINGER_SECONDS = 0.5
+# the exports converted meanwhile join the group (0.25 s: groups of one). At
+# 0.5 s, 26 exports made 15 groups (measured on benchmarks/ingest.py's
+# traffic); at 1 s, rounds of 8 exports made 2-4 groups instead of 5-6, for
+# ~1.2x the throughput until stored (rounds alternating the two in one process).
+SPOOL_GROUP_LINGER_SECONDS = 1.0
 # …unless this much is waiting already: a group that size amortizes the INSERT well.
 SPOOL_GROUP_FULL_BYTES = MAX_GROUP_BYTES
 # A starting collector first replays what an earlier run left in the spool,
