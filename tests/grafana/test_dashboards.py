@@ -4,8 +4,12 @@ returns the columns its panel type needs."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import re
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -180,22 +184,27 @@ def _check_columns(panel: dict, columns: list[tuple[str, str]], rows: list[dict]
 ALL_PANELS = [(path, panel) for path in DASHBOARDS for panel in panels(load(path))]
 
 
+@contextlib.contextmanager
+def _migrated_database(chdb_root, prefix: str):
+    """A migrated database of its own, dropped afterwards."""
+    from promptprism.collector.store.migrations import migrate
+
+    store = chdb_root.with_database(f"{prefix}_{uuid.uuid4().hex[:8]}")
+    try:
+        migrate(store)
+        yield store
+    finally:
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
+
+
 @pytest.fixture(scope="module")
 def filled(chdb_root):
     """One database with the scenario for the whole module (the panels only read)."""
-    import time
-    import uuid
-
-    from promptprism.collector.store.migrations import migrate
-
-    database = f"test_grafana_{uuid.uuid4().hex[:8]}"
-    store = chdb_root.with_database(database)
-    migrate(store)
-    now_ns = int(time.time()) * 10**9
-    write_records(store, scenario.records(now_ns))
-    write_genai_metrics(store, genai_metric_points(scenario.SERVICE, scenario.MODEL, now_ns))
-    yield store, now_ns
-    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+    with _migrated_database(chdb_root, "test_grafana") as store:
+        now_ns = int(time.time()) * 10**9
+        write_records(store, scenario.records(now_ns))
+        write_genai_metrics(store, genai_metric_points(scenario.SERVICE, scenario.MODEL, now_ns))
+        yield store, now_ns
 
 
 @pytest.mark.parametrize("path,panel", ALL_PANELS, ids=[f"{p.stem}:{panel['id']}" for p, panel in ALL_PANELS])
@@ -273,22 +282,13 @@ HOSTILE_SERVICES = ["it's", "trailing\\", "a&b=c", "50% +1 ü", "x') OR 1=1 --"]
 @pytest.fixture(scope="module")
 def hostile(chdb_root):
     """The scenario again, once under each hostile service name, in a database of its own."""
-    import dataclasses
-    import time
-    import uuid
-
-    from promptprism.collector.store.migrations import migrate
-
-    database = f"test_grafana_hostile_{uuid.uuid4().hex[:8]}"
-    store = chdb_root.with_database(database)
-    migrate(store)
-    now_ns = int(time.time()) * 10**9
-    records = scenario.records(now_ns)
-    write_records(store, [dataclasses.replace(record, service=service) for service in HOSTILE_SERVICES
-                          for record in records])
-    # the requests of the panel's week, for each service
-    yield store, now_ns, sum(record.started_at_ns >= now_ns - 7 * 86_400 * 10**9 for record in records)
-    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+    with _migrated_database(chdb_root, "test_grafana_hostile") as store:
+        now_ns = int(time.time()) * 10**9
+        records = scenario.records(now_ns)
+        write_records(store, [dataclasses.replace(record, service=service) for service in HOSTILE_SERVICES
+                              for record in records])
+        # the requests of the panel's week, for each service
+        yield store, now_ns, sum(record.started_at_ns >= now_ns - 7 * 86_400 * 10**9 for record in records)
 
 
 def test_a_selected_service_matches_its_rows_whatever_its_name(hostile):
@@ -331,8 +331,6 @@ def test_expander_models_the_plugin():
 def test_panels_count_a_system_prompt_that_arrived_as_log_events(store):
     """The committed panels, as Grafana runs them, see an event-only prompt with
     the size the API serves (the views of migration 008 under the panels' SQL)."""
-    import time
-
     from promptprism.collector.read import lookups
 
     from collector.log_samples import OPENAI_V2_EVENTS
