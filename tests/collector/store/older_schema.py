@@ -8,12 +8,14 @@ older collector wrote.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import uuid
 
 import pyarrow as pa
 
-from promptprism.collector.store.migrations import applied_versions
-from promptprism.collector.write.rows import TableSet
+from promptprism.collector.store.migrations import applied_versions, migrate
+from promptprism.collector.write.rows import TableSet, build_tables
 
 
 def stored_columns(store, table: str) -> set[str]:
@@ -24,6 +26,19 @@ def stored_columns(store, table: str) -> set[str]:
 def stored_tables(store) -> set[str]:
     rows = store.query("SELECT name FROM system.tables WHERE database = {db:String}", {"db": store.database})
     return {row["name"] for row in rows}
+
+
+@contextlib.contextmanager
+def store_before(chdb_root, version: int, records):
+    """A database of its own, migrated up to the migration before ``version`` and holding
+    ``records`` as a collector of that time wrote them (``write_as_of``); dropped afterwards."""
+    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
+    try:
+        assert int(migrate(store, up_to=version - 1)[-1][:3]) < version
+        write_as_of(store, build_tables([], records))
+        yield store
+    finally:
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def write_as_of(store, tables: TableSet) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 
@@ -16,7 +15,7 @@ from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write import spool
 from promptprism.collector.write.rows import build_tables
 
-from .older_schema import hex_content_keys, write_as_of
+from .older_schema import hex_content_keys, store_before
 from .test_request_content import conversation, expected, served
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -44,14 +43,9 @@ def _sent_blocks(record) -> list:
 
 @pytest.fixture
 def store_before_040(chdb_root):
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert int(migrate(store, up_to=39)[-1][:3]) < 40
-        records = conversation(0x300, 4)
-        write_as_of(store, build_tables([], records))  # hex digests, as a collector before 040 wrote them
+    records = conversation(0x300, 4)
+    with store_before(chdb_root, 40, records) as store:  # hex digests, as a collector before 040 wrote them
         yield store, records
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def test_the_migration_keeps_every_block_and_content_field_readable(store_before_040):

@@ -5,7 +5,6 @@ made again for the rebuilt table)."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
@@ -13,7 +12,7 @@ from promptprism.collector.read import lookups
 from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write.rows import build_tables
 
-from .older_schema import write_as_of
+from .older_schema import store_before, write_as_of
 from .test_request_content import conversation
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -33,14 +32,9 @@ def _ids(store) -> list[str]:
 
 @pytest.fixture
 def store_before_042(chdb_root):
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert int(migrate(store, up_to=41)[-1][:3]) < 42
-        records = conversation(0x420, 3)
-        write_as_of(store, build_tables([], records))
+    records = conversation(0x420, 3)
+    with store_before(chdb_root, 42, records) as store:
         yield store, records
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def test_requests_written_before_and_after_the_migration_are_found_by_id_and_prefix(store_before_042):
