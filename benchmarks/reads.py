@@ -16,6 +16,13 @@ the hourly rollups, the ragged edges of each window from raw rows.
 
     .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m          # build (≈20 min) and time
     .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m --runs 7  # time again, same store
+    .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m --only "GET /api/traces" --statements
+
+``--statements`` adds, for each API route timed, its statements one by one:
+the median milliseconds ClickHouse takes to plan each (``EXPLAIN PLAN``:
+parse, analysis, planning, no rows read) and to run it again (warm caches),
+so that the share of a route that no schema change of the rows read can
+remove is measured, not guessed.
 """
 
 from __future__ import annotations
@@ -72,6 +79,8 @@ def main() -> int:
     parser.add_argument("--days", type=int, default=14)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--only", help="comma-separated parts of operation names")
+    parser.add_argument("--statements", action="store_true",
+                        help="for each API route, each statement's planning and warm run time (see above)")
     args = parser.parse_args()
 
     fresh = not os.path.exists(os.path.join(args.store, "clickhouse"))
@@ -124,12 +133,13 @@ def run_all(store: ReadStore, args) -> None:
         ids("trace_id"), ids("request_id"), ids("conversation_id"), ids("message_id"), ids("run_id"), ids("service"))
     # Other requests for each route: the read side keeps text it has read (read.content_cache), so a
     # request read again would look cheaper than one opened for the first time.
+    # Each operation is called with the store to read (``statement_shares`` passes a recording one) and the run.
     operations = [
-        ("GET /api/traces/{id}", "trace", lambda i: lookups.trace(store, traces[3 * runs + i])),
-        ("GET /api/requests/{8-character prefix}", "request", lambda i: lookups.request(store, requests[i][:8])),
-        ("GET /api/requests/{id}", "request", lambda i: lookups.request(store, requests[runs + i])),
+        ("GET /api/traces/{id}", "trace", lambda on, i: lookups.trace(on, traces[3 * runs + i])),
+        ("GET /api/requests/{8-character prefix}", "request", lambda on, i: lookups.request(on, requests[i][:8])),
+        ("GET /api/requests/{id}", "request", lambda on, i: lookups.request(on, requests[runs + i])),
         ("GET /api/diff?b={id} (b and its previous request)", "request",
-         lambda i: lookups.diff(store, "", requests[2 * runs + i])),
+         lambda on, i: lookups.diff(on, "", requests[2 * runs + i])),
     ]
     list_cases = [
         ("", lambda i: {}),
@@ -143,18 +153,18 @@ def run_all(store: ReadStore, args) -> None:
     ]
     for label, params in list_cases:
         operations.append((f"GET /api/requests?limit=50&{label}", "list",
-                           lambda i, params=params: lookups.list_summaries(store, {**params(i), "limit": "50"})))
+                           lambda on, i, params=params: lookups.list_summaries(on, {**params(i), "limit": "50"})))
     hours = random.Random(15).choices(range(21), k=runs)
 
     def panel(name: str):
         query = insight.QUERIES[name]
         sql = query.render(insight.STORE)
 
-        def call(i: int):
+        def call(on, i: int):
             until = last - hours[i] * 3600 - 17
             values = {"since": until - WEEK_SECONDS, "until": until, "bucket_seconds": 3600, "dimension": "layer",
                       "service": "", "model": "", "process": "", "conversation": "", "limit": 500}
-            return store.query(sql, {"db": store.database, **{key: values[key] for key in query.params}})
+            return on.query(sql, {"db": store.database, **{key: values[key] for key in query.params}})
         return call
 
     for name in insight.QUERIES:
@@ -170,7 +180,7 @@ def run_all(store: ReadStore, args) -> None:
         walls, cpus = [], []
         try:
             for i in range(runs):
-                wall, cpu = timed(lambda: call(i))
+                wall, cpu = timed(lambda: call(store, i))
                 walls.append(wall)
                 cpus.append(cpu)
         except Exception as error:  # a read limit (time, memory) hit: a miss, reported in one line
@@ -184,6 +194,45 @@ def run_all(store: ReadStore, args) -> None:
         print(f"{name:58} {median:10.1f} {'<' + str(TARGETS_MS[kind]):>8} {'ok  ' if ok else 'MISS'} "
               f"{statistics.median(cpus):7.1f}  {' '.join(f'{wall:.0f}' for wall in walls)}", flush=True)
     print(f"targets missed: {missed} of {len(operations)}; load average after: {os.getloadavg()[0]:.1f}")
+    if args.statements:
+        for name, kind, call in operations:
+            if name.startswith("GET /api"):
+                statement_shares(store, name, call, runs)
+
+
+class _Recording:
+    """The store with every query's SQL and parameters kept (``statement_shares``); reads as ``store``."""
+
+    def __init__(self, store: ReadStore):
+        self.store, self.statements = store, []
+
+    def query(self, sql, params=None):
+        self.statements.append((sql, params))
+        return self.store.query(sql, params)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def statement_shares(store: ReadStore, name: str, call, runs: int) -> None:
+    """Each statement of one API route: median ms to plan it (EXPLAIN PLAN) and to run it again."""
+    # by statement text, in the order first seen: a route may skip a statement in some runs
+    per_statement: dict[str, list[tuple[float, float]]] = {}
+    for i in range(runs):
+        recording = _Recording(store)  # a new reader: its content cache (read.content_cache) starts empty
+        call(recording, i)
+        for sql, params in recording.statements:
+            plan, _ = timed(lambda: store.query("EXPLAIN PLAN " + sql, params))
+            run, _ = timed(lambda: store.query(sql, params))
+            per_statement.setdefault(sql, []).append((plan, run))
+    print(f"\n{name}: each statement, plan ms (EXPLAIN PLAN) and run ms (again, warm), medians over the runs")
+    plans = total = 0.0
+    for number, (sql, values) in enumerate(per_statement.items(), 1):
+        plan = statistics.median(value[0] for value in values)
+        run = statistics.median(value[1] for value in values)
+        plans, total = plans + plan * len(values) / runs, total + run * len(values) / runs
+        print(f"  {number}. {' '.join(sql.split())[:60]:60} {plan:6.1f} {run:6.1f}  in {len(values)} of {runs} runs")
+    print(f"  per route: planning {plans:.1f} of {total:.1f} ms ({100 * plans / max(total, 1e-9):.0f} %)")
 
 
 if __name__ == "__main__":
