@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""A string column from Python values in one C pass: ``_columns.strings``, compiled.
+"""String columns from Python values in one C pass: ``_columns.strings``, compiled, and
+``otel_traces``' event columns (``rows.event_columns_python``), compiled.
 
 ``otel_traces``' event attribute maps are ~200k keys and ~200k values per
 512 × 40 export; making a Python ``str`` of every ``int`` and handing pyarrow
@@ -13,6 +14,8 @@ return None, and the caller runs ``strings``, which stays the definition
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
+from cpython.dict cimport PyDict_Next
+from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
@@ -115,3 +118,164 @@ cdef object _build(list values, object stringify):
         offsets[n + 1] = <int32_t>data.used
     PyByteArray_Resize(data.data, data.used)
     return from_buffers(STRING, count, [None, py_buffer(offsets_bytes), py_buffer(data.data)])
+
+
+# --- otel_traces' event columns ----------------------------------------------------------------
+
+cdef object OFFSETS = pa.int32()
+cdef object TIMESTAMP = pa.timestamp("ns", tz="UTC")
+cdef object map_from_arrays = pa.MapArray.from_arrays
+DROP_BLOCK_TEXT = 1  # rows.DROP_BLOCK_TEXT: the span's block events leave their content out
+DROP_TOOL_TEXT = 2  # rows.DROP_TOOL_TEXT: its tool events too, when contents holds the text
+
+
+cdef class _Column:
+    """A string column being written: UTF-8 bytes and int32 offsets, both grown by doubling."""
+    cdef _Growing data
+    cdef bytearray offsets
+    cdef Py_ssize_t count
+
+    def __cinit__(self, Py_ssize_t rows, Py_ssize_t row_bytes):
+        self.data = _Growing(rows * row_bytes)
+        self.offsets = bytearray((max(rows, 16) + 1) * 4)
+        (<int32_t*>PyByteArray_AS_STRING(self.offsets))[0] = 0
+        self.count = 0
+
+    cdef inline int append(self, object value, object stringify) except -1:
+        """One value, as ``_columns.strings`` writes it: str as is, int in decimal, else ``stringify``."""
+        cdef Py_ssize_t length
+        cdef const char* utf8
+        cdef char* out
+        cdef object kind = type(value)
+        if kind is int:
+            out = self.data.reserve(24)
+            self.data.used += decimal(out, value)
+        else:
+            if kind is not str:
+                value = stringify(value)
+                if type(value) is not str:
+                    raise _Fallback()
+            utf8 = PyUnicode_AsUTF8AndSize(value, &length)
+            out = self.data.reserve(length)
+            memcpy(out, utf8, length)
+            self.data.used += length
+        if self.data.used > MAX_OFFSET:
+            raise _Fallback()
+        if (self.count + 2) * 4 > len(self.offsets):
+            PyByteArray_Resize(self.offsets, len(self.offsets) * 2)
+        self.count += 1
+        (<int32_t*>PyByteArray_AS_STRING(self.offsets))[self.count] = <int32_t>self.data.used
+        return 0
+
+    cdef object array(self):
+        PyByteArray_Resize(self.offsets, (self.count + 1) * 4)
+        PyByteArray_Resize(self.data.data, self.data.used)
+        return from_buffers(STRING, self.count, [None, py_buffer(self.offsets), py_buffer(self.data.data)])
+
+
+cdef class _Integers:
+    """A fixed-width integer column (int32 offsets or int64 times), grown by doubling."""
+    cdef bytearray data
+    cdef Py_ssize_t count
+
+    def __cinit__(self, Py_ssize_t rows):
+        self.data = bytearray(max(rows, 16) * 8)
+        self.count = 0
+
+    cdef inline void reserve(self):
+        if (self.count + 1) * 8 > len(self.data):
+            PyByteArray_Resize(self.data, len(self.data) * 2)
+
+    cdef inline int append32(self, int64_t value) except -1:
+        if value > MAX_OFFSET:
+            raise _Fallback()
+        self.reserve()
+        (<int32_t*>PyByteArray_AS_STRING(self.data))[self.count] = <int32_t>value
+        self.count += 1
+        return 0
+
+    cdef inline int append64(self, object value) except -1:
+        cdef int64_t number
+        if type(value) is not int:
+            raise _Fallback()
+        number = value  # OverflowError past 64 bits: handed back (the definition's pa.array raises there)
+        self.reserve()
+        (<int64_t*>PyByteArray_AS_STRING(self.data))[self.count] = number
+        self.count += 1
+        return 0
+
+    cdef object array(self, object kind, int width):
+        PyByteArray_Resize(self.data, self.count * width)
+        return from_buffers(kind, self.count, [None, py_buffer(self.data)])
+
+
+def event_columns(list spans, list drops, str event_prompt_block, str block_content, str event_tool_definition,
+                  str tool_content, str tool_sha256, stringify):
+    """``rows.event_columns_python``'s answer in one C pass, or None: use that definition.
+
+    ``drops[n]``: which captured text span n's events leave out (``DROP_BLOCK_TEXT``,
+    ``DROP_TOOL_TEXT``). Returns the spans' offsets into the events, and the events' times,
+    names and attribute maps (values through ``stringify`` as ``_columns.MapColumn``)."""
+    try:
+        return _event_columns(spans, drops, event_prompt_block, block_content, event_tool_definition,
+                              tool_content, tool_sha256, stringify)
+    except (_Fallback, UnicodeEncodeError, OverflowError):
+        return None
+
+
+cdef object _event_columns(list spans, list drops, str event_prompt_block, str block_content,
+                           str event_tool_definition, str tool_content, str tool_sha256, object stringify):
+    cdef Py_ssize_t span_count = len(spans), n, position
+    cdef int drop
+    cdef _Integers span_offsets = _Integers(span_count + 1)
+    cdef _Integers map_offsets = _Integers(span_count * 8)
+    cdef _Integers times = _Integers(span_count * 8)
+    cdef _Column names = _Column(span_count * 8, 24)
+    cdef _Column keys = _Column(span_count * 64, 24)
+    cdef _Column values = _Column(span_count * 64, 32)
+    cdef int64_t events = 0, entries = 0
+    cdef object span, event, event_list, attributes_object, name, key, left_out, sha256
+    cdef dict attributes
+    cdef PyObject* key_pointer
+    cdef PyObject* value_pointer
+    if len(drops) != span_count:
+        raise _Fallback()
+    span_offsets.append32(0)
+    map_offsets.append32(0)
+    for n in range(span_count):
+        span = spans[n]
+        drop = drops[n]
+        event_list = span.events
+        if type(event_list) is not list:
+            raise _Fallback()
+        for event in <list>event_list:
+            name = event.name
+            attributes_object = event.attributes
+            if type(name) is not str or type(attributes_object) is not dict:
+                raise _Fallback()
+            times.append64(event.time_ns)
+            names.append(name, str)
+            attributes = <dict>attributes_object
+            left_out = None
+            if drop & DROP_BLOCK_TEXT and block_content in attributes and name == event_prompt_block:
+                left_out = block_content
+            elif drop & DROP_TOOL_TEXT and tool_content in attributes and name == event_tool_definition:
+                sha256 = attributes.get(tool_sha256)
+                if isinstance(attributes[tool_content], str) and isinstance(sha256, str) and sha256 != "":
+                    left_out = tool_content
+            position = 0
+            while PyDict_Next(attributes, &position, &key_pointer, &value_pointer):
+                key = <object>key_pointer
+                if left_out is not None and key == left_out:
+                    left_out = None  # that entry only, as MapColumn.add_without
+                    continue
+                if type(key) is not str:
+                    raise _Fallback()
+                keys.append(key, str)
+                values.append(<object>value_pointer, stringify)
+                entries += 1
+            map_offsets.append32(entries)
+            events += 1
+        span_offsets.append32(events)
+    return (span_offsets.array(OFFSETS, 4), times.array(TIMESTAMP, 8), names.array(),
+            map_from_arrays(map_offsets.array(OFFSETS, 4), keys.array(), values.array()))

@@ -51,7 +51,7 @@ from ..record import (
     stored_content_key,
 )
 from ..store.declared import DeclaredTable, integer_array
-from ._columns import STRING_MAP, MapColumn, list_array, pluck, repeat
+from ._columns import OFFSET_TYPE, STRING_MAP, MapColumn, list_array, pluck, repeat
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -391,33 +391,22 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     block_text_stored, tool_text_stored = stored_content_spans(records)
     moved_content = moved_content_attributes(records)
     resource, span_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
-    event_attributes, link_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
-    event_times: list[int] = []
-    event_names: list[str] = []
-    event_offsets, link_offsets = [0], [0]
+    link_attributes = MapColumn(otel_attribute_string)
+    link_offsets = [0]
     links = []
+    drops = []
     for span in spans:
         resource.add_shared(span.resource_attributes)  # one dict per resource, shared by its spans
         key = (span.trace_id, span.span_id)
         moved = moved_content.get(key)
         span_attributes.add(_without_moved(span.attributes, moved) if moved else span.attributes)
-        drop_blocks, drop_tools = key in block_text_stored, key in tool_text_stored
-        for event in span.events:
-            event_times.append(event.time_ns)
-            event_names.append(event.name)
-            attributes = event.attributes
-            if drop_blocks and _BLOCK_CONTENT in attributes and event.name == _EVENT_PROMPT_BLOCK:
-                event_attributes.add_without(attributes, _BLOCK_CONTENT)
-            elif (drop_tools and _TOOL_CONTENT in attributes and event.name == _EVENT_TOOL_DEFINITION
-                  and _tool_content_stored(attributes)):
-                event_attributes.add_without(attributes, _TOOL_CONTENT)
-            else:
-                event_attributes.add(attributes)
-        event_offsets.append(len(event_times))
+        drops.append((DROP_BLOCK_TEXT if key in block_text_stored else 0)
+                     | (DROP_TOOL_TEXT if key in tool_text_stored else 0))
         for link in span.links:
             links.append(link)
             link_attributes.add(link.attributes)
         link_offsets.append(len(links))
+    event_offsets, event_times, event_names, event_attributes = event_columns(spans, drops)
     return pa.table({
         "Timestamp": pa.array([int(span.start_time_ns) for span in spans], TIMESTAMP),
         **{column: pa.array(pluck(spans, field), pa.string()) for column, field in (
@@ -432,9 +421,9 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
         "Duration": pa.array([_unsigned(span.end_time_ns - span.start_time_ns) for span in spans], pa.uint64()),
         "StatusCode": pa.array(pluck(spans, "status_code"), pa.string()),
         "StatusMessage": pa.array(pluck(spans, "status_message"), pa.string()),
-        "Events.Timestamp": list_array(event_offsets, pa.array(event_times, TIMESTAMP)),
-        "Events.Name": list_array(event_offsets, pa.array(event_names, pa.string())),
-        "Events.Attributes": list_array(event_offsets, event_attributes.array()),
+        "Events.Timestamp": pa.ListArray.from_arrays(event_offsets, event_times),
+        "Events.Name": pa.ListArray.from_arrays(event_offsets, event_names),
+        "Events.Attributes": pa.ListArray.from_arrays(event_offsets, event_attributes),
         "Links.TraceId": list_array(link_offsets, pa.array(pluck(links, "trace_id"), pa.string())),
         "Links.SpanId": list_array(link_offsets, pa.array(pluck(links, "span_id"), pa.string())),
         "Links.TraceState": list_array(link_offsets, pa.array(pluck(links, "trace_state"), pa.string())),
@@ -444,6 +433,56 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
 
 _EVENT_PROMPT_BLOCK, _BLOCK_CONTENT = names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT
 _EVENT_TOOL_DEFINITION, _TOOL_CONTENT = names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT
+
+# Which captured text a span's events leave out (``event_columns``' ``drops``, bits).
+DROP_BLOCK_TEXT = 1  # its block events' content: the span's record is mapped (stored_content_spans)
+DROP_TOOL_TEXT = 2  # its tool events' content, where contents holds it (_tool_content_stored)
+
+try:  # the same columns in one C pass (_strings.pyx; README "Ingest throughput")
+    from ._strings import DROP_BLOCK_TEXT as _COMPILED_DROP_BLOCK_TEXT
+    from ._strings import DROP_TOOL_TEXT as _COMPILED_DROP_TOOL_TEXT
+    from ._strings import event_columns as _compiled_event_columns
+    if (_COMPILED_DROP_BLOCK_TEXT, _COMPILED_DROP_TOOL_TEXT) != (DROP_BLOCK_TEXT, DROP_TOOL_TEXT):
+        _compiled_event_columns = None  # an extension built from other sources: not ours to trust
+except ImportError:  # not built: the definition below, slower
+    _compiled_event_columns = None
+
+
+def event_columns(spans: list[DecodedSpan], drops: list[int]) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """The events of ``spans`` as ``otel_traces`` columns: each span's offsets into the events, and
+    the events' times, names and attribute maps; span n's events leave out the text ``drops[n]``
+    says. Compiled when built (~20k block events per 512-span export, each a map of ~10); it hands
+    anything unusual back to ``event_columns_python``, the definition."""
+    if _compiled_event_columns is not None:
+        columns = _compiled_event_columns(spans, drops, _EVENT_PROMPT_BLOCK, _BLOCK_CONTENT, _EVENT_TOOL_DEFINITION,
+                                          _TOOL_CONTENT, names.TOOL_SHA256, otel_attribute_string)
+        if columns is not None:
+            return columns
+    return event_columns_python(spans, drops)
+
+
+def event_columns_python(spans: list[DecodedSpan],
+                         drops: list[int]) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """``event_columns``, the pure-Python definition."""
+    event_attributes = MapColumn(otel_attribute_string)
+    event_times: list[int] = []
+    event_names: list[str] = []
+    event_offsets = [0]
+    for span, drop in zip(spans, drops):
+        for event in span.events:
+            event_times.append(event.time_ns)
+            event_names.append(event.name)
+            attributes = event.attributes
+            if drop & DROP_BLOCK_TEXT and _BLOCK_CONTENT in attributes and event.name == _EVENT_PROMPT_BLOCK:
+                event_attributes.add_without(attributes, _BLOCK_CONTENT)
+            elif (drop & DROP_TOOL_TEXT and _TOOL_CONTENT in attributes and event.name == _EVENT_TOOL_DEFINITION
+                  and _tool_content_stored(attributes)):
+                event_attributes.add_without(attributes, _TOOL_CONTENT)
+            else:
+                event_attributes.add(attributes)
+        event_offsets.append(len(event_times))
+    return (pa.array(event_offsets, OFFSET_TYPE), pa.array(event_times, TIMESTAMP),
+            pa.array(event_names, pa.string()), event_attributes.array())
 
 
 # --- logs: GenAI content events, and otel_logs for the rest -------------------

@@ -1,0 +1,92 @@
+"""otel_traces' event columns: the compiled pass (write/_strings.pyx) against the definition.
+
+``rows.event_columns`` lays out every span event's time, name and attribute map
+(block and tool text left out where ``contents`` holds it) in one C pass when
+the extension is built; ``rows.event_columns_python`` is the definition. On
+generated events — every value kind, the block and tool names and keys that
+trigger leaving text out, values the C pass hands back (ints past 64 bits,
+lone surrogates, times past int64) — both give equal columns, or the compiled
+pass hands the spans back and the definition answers (or fails) alone.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from promptprism.collector.otlp.model import DecodedSpan, SpanEvent
+from promptprism.collector.write import rows
+from promptprism.wire import names
+from support import IN_CI
+
+from ..collector_harness import prompt_export
+
+COMPILED = rows._compiled_event_columns
+needs_the_extension = pytest.mark.skipif(COMPILED is None, reason="the compiled event columns are not built here")
+
+
+@pytest.mark.skipif(COMPILED is not None or not IN_CI, reason="built, or not under CI")
+def test_under_ci_the_compiled_event_columns_are_built():
+    assert COMPILED is not None, "setup.py did not build promptprism.collector.write._strings"
+
+
+KEYS = st.sampled_from([names.BLOCK_CONTENT, names.TOOL_CONTENT, names.TOOL_SHA256, names.BLOCK_INDEX, "a", ""]) \
+    | st.text(max_size=6)
+VALUES = st.one_of(
+    st.text(max_size=8), st.integers(-2**63, 2**63 - 1), st.integers(-2**70, 2**70), st.booleans(), st.none(),
+    st.floats(), st.binary(max_size=4), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800"), st.just(""))
+EVENT_NAMES = st.sampled_from([names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION, "other", ""]) | st.text(max_size=4)
+EVENTS = st.builds(SpanEvent, time_ns=st.one_of(st.integers(0, 2**63 - 1), st.just(2**64 - 1)), name=EVENT_NAMES,
+                   attributes=st.dictionaries(KEYS, VALUES, max_size=6))
+
+
+def span(events: list[SpanEvent]) -> DecodedSpan:
+    return DecodedSpan("01" * 16, "02" * 8, "", "", "s", "Client", 0, 1, "Unset", "", "svc", {}, "", "", {}, events, [])
+
+
+SPANS = st.lists(st.tuples(st.lists(EVENTS, max_size=4), st.integers(0, 3)), max_size=5)
+
+
+def definition_or_error(spans, drops):
+    try:
+        return rows.event_columns_python(spans, drops)
+    except Exception as error:  # noqa: BLE001 - the compiled pass hands such spans back
+        return type(error)
+
+
+@needs_the_extension
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(SPANS)
+def test_compiled_event_columns_equal_the_definition(generated):
+    spans, drops = [span(events) for events, _ in generated], [drop for _, drop in generated]
+    expected = definition_or_error(spans, drops)
+    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.EVENT_TOOL_DEFINITION,
+                      names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    if answer is not None:  # None: handed back to the definition
+        assert isinstance(expected, tuple)
+        for compiled, defined in zip(answer, expected):
+            assert compiled.type == defined.type and compiled.equals(defined)
+    if isinstance(expected, tuple):
+        for chosen, defined in zip(rows.event_columns(spans, drops), expected):
+            assert chosen.equals(defined)
+
+
+@needs_the_extension
+def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_out(monkeypatch):
+    from promptprism.collector.otlp.traces import decode_protobuf
+    from promptprism.collector.write.reassemble import reassemble
+
+    decoded = decode_protobuf(prompt_export())
+    records, _ = reassemble(decoded.spans)
+    drops = [rows.DROP_BLOCK_TEXT | rows.DROP_TOOL_TEXT] * len(decoded.spans)
+    assert COMPILED(decoded.spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.EVENT_TOOL_DEFINITION,
+                    names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string) is not None
+    compiled = rows.otel_traces_table(decoded.spans, records)
+    monkeypatch.setattr(rows, "_compiled_event_columns", None)
+    assert compiled.equals(rows.otel_traces_table(decoded.spans, records))
+    attributes = compiled.column("Events.Attributes").to_pylist()[0]
+    assert attributes and all(names.BLOCK_CONTENT not in dict(pairs) for pairs in attributes)
+    assert compiled.column("Events.Attributes").type == pa.list_(rows.STRING_MAP)
