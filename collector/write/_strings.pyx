@@ -17,7 +17,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
 from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 import pyarrow as pa
@@ -208,6 +208,16 @@ cdef class _Integers:
         PyByteArray_Resize(self.data, self.count * width)
         return from_buffers(kind, self.count, [None, py_buffer(self.data)])
 
+    cdef object narrowed(self, object kind):
+        """Values written as 8 bytes each (``put_unsigned``), as a uint32 column."""
+        cdef bytearray narrow = bytearray(max(self.count, 1) * 4)
+        cdef uint32_t* out = <uint32_t*>PyByteArray_AS_STRING(narrow)
+        cdef int64_t* values = <int64_t*>PyByteArray_AS_STRING(self.data)
+        cdef Py_ssize_t n
+        for n in range(self.count):
+            out[n] = <uint32_t>values[n]
+        return from_buffers(kind, self.count, [None, py_buffer(narrow)])
+
 
 def event_columns(list spans, list drops, str event_prompt_block, str block_content, str event_tool_definition,
                   str tool_content, str tool_sha256, stringify):
@@ -279,3 +289,78 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
         span_offsets.append32(events)
     return (span_offsets.array(OFFSETS, 4), times.array(TIMESTAMP, 8), names.array(),
             map_from_arrays(map_offsets.array(OFFSETS, 4), keys.array(), values.array()))
+
+
+# --- blocks' own columns -----------------------------------------------------------------------
+
+cdef object UINT32 = pa.uint32()
+cdef object UINT64 = pa.uint64()
+cdef object BOOL = pa.bool_()
+cdef object bool_array = pa.array
+
+
+cdef inline int put_unsigned(_Integers column, object value, uint64_t high) except -1:
+    """An unsigned integer in range, stored in 8 bytes (narrowed after); anything else is handed back."""
+    cdef int64_t number
+    if type(value) is not int:
+        raise _Fallback()
+    number = value  # OverflowError past 64 bits: handed back (integer_array clamps it there)
+    if number < 0 or <uint64_t>number > high:
+        raise _Fallback()
+    column.reserve()
+    (<int64_t*>PyByteArray_AS_STRING(column.data))[column.count] = number
+    column.count += 1
+    return 0
+
+
+cdef inline int put_text(_Column column, object value) except -1:
+    """A ``str`` (anything else is handed back: pa.array would store None as null)."""
+    if type(value) is not str:
+        raise _Fallback()
+    return column.append(value, str)
+
+
+def block_columns(list blocks, block_type, content_sha256_column):
+    """``rows.block_columns_python(blocks)`` in one C pass, or None: use that definition."""
+    try:
+        return _block_columns(blocks, block_type, content_sha256_column)
+    except (_Fallback, UnicodeEncodeError, OverflowError):
+        return None
+
+
+cdef object _block_columns(list blocks, object block_type, object content_sha256_column):
+    cdef Py_ssize_t count = len(blocks), n
+    cdef _Integers index = _Integers(count), start = _Integers(count), end = _Integers(count)
+    cdef _Integers size = _Integers(count)
+    cdef _Column name = _Column(count, 16), layer = _Column(count, 12), stability = _Column(count, 8)
+    cdef _Column source = _Column(count, 24), sha256 = _Column(count, 64), content_sha256 = _Column(count, 0)
+    cdef list redacted = []
+    cdef object block, flag, value
+    for n in range(count):
+        block = blocks[n]
+        put_unsigned(index, block.index, 0xFFFFFFFF)
+        put_unsigned(start, block.start, 0xFFFFFFFFFFFFFFFF)
+        put_unsigned(end, block.end, 0xFFFFFFFFFFFFFFFF)
+        put_unsigned(size, block.size, 0xFFFFFFFFFFFFFFFF)
+        put_text(name, block.name)
+        put_text(layer, block.layer)
+        put_text(stability, block.stability)
+        put_text(source, block.source)
+        put_text(sha256, block.sha256)
+        flag = block.redacted
+        if type(flag) is not bool:
+            raise _Fallback()
+        redacted.append(flag)
+        # '' for a block stored under its own sha256, i.e. every one not redacted (rows.content_sha256_column)
+        if flag or type(block) is not block_type:
+            try:
+                value = content_sha256_column(block)
+            except Exception:  # the definition fails here (or earlier): let it
+                raise _Fallback()
+            put_text(content_sha256, value)
+        else:
+            content_sha256.append("", str)
+    return {"index": index.narrowed(UINT32), "name": name.array(), "layer": layer.array(),
+            "stability": stability.array(), "source": source.array(), "start": start.array(UINT64, 8),
+            "end": end.array(UINT64, 8), "size": size.array(UINT64, 8), "sha256": sha256.array(),
+            "content_sha256": content_sha256.array(), "redacted": bool_array(redacted, BOOL)}

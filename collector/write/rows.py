@@ -130,8 +130,23 @@ def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
         **{name: pa.array(pluck(records, name), pa.string()).take(owner)
            for name in ("trace_id", "request_id", "service", "model", "process_kind", "conversation_id")},
     }
-    return pa.table({
-        **per_request,
+    return pa.table({**per_request, **block_columns(blocks)})
+
+
+def block_columns(blocks: list[Block]) -> dict[str, pa.Array]:
+    """The ``blocks`` columns that come from each block itself. In one C pass when built
+    (~20k blocks per 512 × 40 export: ~14 → ~4 ms); it hands anything unusual back to
+    ``block_columns_python``, the definition."""
+    if _compiled_block_columns is not None:
+        columns = _compiled_block_columns(blocks, Block, content_sha256_column)
+        if columns is not None:
+            return columns
+    return block_columns_python(blocks)
+
+
+def block_columns_python(blocks: list[Block]) -> dict[str, pa.Array]:
+    """``block_columns``, the pure-Python definition."""
+    return {
         "index": integer_array(pluck(blocks, "index"), pa.uint32()),
         **{name: pa.array(pluck(blocks, name), pa.string()) for name in ("name", "layer", "stability", "source")},
         **{name: integer_array(pluck(blocks, name), pa.uint64()) for name in ("start", "end", "size")},
@@ -141,7 +156,13 @@ def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
         "content_sha256": pa.array([content_sha256_column(block) if block.redacted or type(block) is not Block
                                     else "" for block in blocks], pa.string()),
         "redacted": pa.array(pluck(blocks, "redacted"), pa.bool_()),
-    })
+    }
+
+
+try:  # block_columns in one C pass (_strings.pyx; README "Ingest throughput")
+    from ._strings import block_columns as _compiled_block_columns
+except ImportError:  # not built: the definition, slower
+    _compiled_block_columns = None
 
 
 def tools_table(records: Iterable[RequestRecord]) -> pa.Table:

@@ -34,13 +34,32 @@ def test_under_ci_the_compiled_event_columns_are_built():
 
 KEYS = st.sampled_from([names.BLOCK_CONTENT, names.TOOL_CONTENT, names.TOOL_SHA256, names.BLOCK_INDEX, "a", ""]) \
     | st.text(max_size=6)
-VALUES = st.one_of(
-    st.text(max_size=8), st.integers(-2**63, 2**63 - 1), st.integers(-2**70, 2**70), st.booleans(), st.none(),
-    st.floats(), st.binary(max_size=4), st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800"), st.just(""))
+USUAL_VALUES = st.one_of(st.text(max_size=8), st.integers(-2**63, 2**63 - 1), st.booleans(), st.floats(),
+                         st.lists(st.integers(), max_size=2), st.just(""))
+ODD_VALUES = st.one_of(st.integers(-2**70, 2**70), st.none(), st.binary(max_size=4),
+                       st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800"))
 EVENT_NAMES = st.sampled_from([names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION, "other", ""]) | st.text(max_size=4)
-EVENTS = st.builds(SpanEvent, time_ns=st.one_of(st.integers(0, 2**63 - 1), st.just(2**64 - 1)), name=EVENT_NAMES,
-                   attributes=st.dictionaries(KEYS, VALUES, max_size=6))
+
+
+@st.composite
+def events(draw) -> SpanEvent:
+    """A usual event (block and tool events with their text among them), now and then an odd value or time."""
+    attributes = draw(st.dictionaries(KEYS, USUAL_VALUES, max_size=6))
+    kind = draw(st.integers(0, 3))
+    if kind == 0:  # a block event with its text
+        name, attributes[names.BLOCK_CONTENT] = names.EVENT_PROMPT_BLOCK, draw(st.text(max_size=8))
+    elif kind == 1:  # a tool event with its text, hashed or not
+        name, attributes[names.TOOL_CONTENT] = names.EVENT_TOOL_DEFINITION, draw(USUAL_VALUES)
+        attributes[names.TOOL_SHA256] = draw(st.sampled_from(["ab" * 32, "", 7]))
+    else:
+        name = draw(EVENT_NAMES)
+    if draw(st.integers(0, 9)) == 0:
+        attributes[draw(KEYS)] = draw(ODD_VALUES)
+    time = draw(st.integers(0, 2**63 - 1)) if draw(st.integers(0, 19)) else 2**64 - 1
+    return SpanEvent(time, name, attributes)
+
+
+EVENTS = events()
 
 
 def span(events: list[SpanEvent]) -> DecodedSpan:
