@@ -41,6 +41,7 @@ _HEX_DIGITS = "0123456789abcdef"
 REPLACEMENT_CHARACTER = "\ufffd"  # what a lenient decoder leaves of a split character
 
 _STABILITIES = frozenset(names.STABILITIES)
+_EVENT_PROMPT_BLOCK, _EVENT_TOOL_DEFINITION = names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION
 
 # Attributes the conventions turn into fields, and those the block map below reads:
 # none of them is copied into the record's `attributes` as well.
@@ -79,8 +80,11 @@ def build_record(span: DecodedSpan) -> RequestRecord | None:
         resource_attributes={key: otel_attribute_string(value) for key, value in span.resource_attributes.items()},
     )
     _copy_fields(attributes, record)
-    block_events = [event for event in span.events if event.name == names.EVENT_PROMPT_BLOCK]
-    tool_events = [event for event in span.events if event.name == names.EVENT_TOOL_DEFINITION]
+    events = span.events
+    block_events = [event for event in events if event.name == _EVENT_PROMPT_BLOCK]
+    # Usually every event is a block event (~20k per 512-span export): no second pass then.
+    tool_events = [] if len(block_events) == len(events) else [
+        event for event in events if event.name == _EVENT_TOOL_DEFINITION]
     if tool_events:  # promptprism's own tool events win over any other convention's definitions
         record.tools = [_tool(index, event.attributes) for index, event in enumerate(tool_events)]
 
