@@ -89,37 +89,6 @@ def string_array(list values, stringify):
         return None
 
 
-cdef object _build(list values, object stringify):
-    cdef Py_ssize_t count = len(values), n, length
-    cdef bytearray offsets_bytes = bytearray((count + 1) * 4)
-    cdef int32_t* offsets = <int32_t*>PyByteArray_AS_STRING(offsets_bytes)
-    cdef _Growing data = _Growing(count * 16)
-    cdef const char* utf8
-    cdef char* out
-    cdef object value, kind
-    offsets[0] = 0
-    for n in range(count):
-        value = values[n]
-        kind = type(value)
-        if kind is int:
-            out = data.reserve(24)
-            data.used += decimal(out, value)
-        else:
-            if kind is not str:
-                value = stringify(value)
-                if type(value) is not str:
-                    raise _Fallback()
-            utf8 = PyUnicode_AsUTF8AndSize(value, &length)
-            out = data.reserve(length)
-            memcpy(out, utf8, length)
-            data.used += length
-        if data.used > MAX_OFFSET:
-            raise _Fallback()
-        offsets[n + 1] = <int32_t>data.used
-    PyByteArray_Resize(data.data, data.used)
-    return from_buffers(STRING, count, [None, py_buffer(offsets_bytes), py_buffer(data.data)])
-
-
 # --- otel_traces' event columns ----------------------------------------------------------------
 
 cdef object OFFSETS = pa.int32()
@@ -171,6 +140,14 @@ cdef class _Column:
         PyByteArray_Resize(self.offsets, (self.count + 1) * 4)
         PyByteArray_Resize(self.data.data, self.data.used)
         return from_buffers(STRING, self.count, [None, py_buffer(self.offsets), py_buffer(self.data.data)])
+
+
+cdef object _build(list values, object stringify):
+    cdef _Column column = _Column(len(values), 16)
+    cdef object value
+    for value in values:
+        column.append(value, stringify)
+    return column.array()
 
 
 cdef class _Integers:
