@@ -7,7 +7,7 @@ per conversation, turn blocks per request), 10 tools per service,
 conversations of 20 turns = 26 requests (6 turns call a tool first), whose
 history grows every request. ``product_sql`` then writes what the collector
 would write for those requests into the tables of a migrated store:
-``requests``, ``blocks``, ``tools``, ``contents`` (block and tool text, each
+``requests`` (with each request's tools, migration 046), ``blocks``, ``contents`` (block and tool text, each
 message once per day), ``request_content`` (each request's message keys, its
 template variables pointing at its blocks' text), ``otel_traces`` (the LLM
 span with its block and tool events, content moved; a server span per turn);
@@ -234,7 +234,8 @@ INSERT INTO {db}.requests (started_at, trace_id, request_id, parent_span_id, dur
     conversation_id, message_id, process_kind, process_id, run_id, run_mode, attempt, record_id, schema_version,
     prompt_bytes, prompt_sha256, mapped, unmapped_reason, template_name, template_origin, declared_block_count,
     block_count, dialect, body_sha256, bytes_system, bytes_tools, bytes_messages, bytes_framing, bytes_total,
-    tools_count, tools_catalog_sha256, messages_count, tokens_estimate, context_window, headroom_tokens,
+    tools_count, tools_catalog_sha256, tool_names, tool_sizes, tool_sha256, tool_content_sha256, tool_redacted,
+    messages_count, tokens_estimate, context_window, headroom_tokens,
     reasoning_effort, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, attributes,
     resource_attributes)
 SELECT
@@ -245,7 +246,9 @@ SELECT
     lower(hex(SHA256(arrayStringConcat(block_sha256)))), true, '', concat(service, '.system'), 'builtin', 11, 11,
     dialect, lower(hex(SHA256(concat('body', toString(r))))),
     prompt_bytes + 40, toUInt64(arraySum(tool_sizes)), toUInt64(input_count * 700), 160, bytes_total,
-    10, lower(hex(SHA256(service))), input_count, tokens_estimate, context_window, headroom_tokens, '',
+    10, lower(hex(SHA256(service))), tool_names, arrayMap(size -> toUInt64(size), tool_sizes), tool_sha256,
+    arrayMap(name -> '', tool_names), arrayMap(name -> false, tool_names),
+    input_count, tokens_estimate, context_window, headroom_tokens, '',
     input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
     map('gen_ai.request.max_tokens', '8192', 'promptprism.request.endpoint.host_class', 'public'),
     map('service.name', service, 'service.version', '2026.11.3', 'deployment.environment.name', 'production',
@@ -261,14 +264,6 @@ SELECT started_at, trace_id, request_id, service, model, process_kind, conversat
        toUInt64(arraySum(arraySlice(block_sizes, 1, i - 1))) AS block_start, block_start + block_sizes[i],
        block_sizes[i], block_sha256[i], '', false
 FROM gen.req ARRAY JOIN arrayEnumerate(block_names) AS i
-SETTINGS max_block_size = 65536, max_insert_threads = 1
-""",
-        f"""
-INSERT INTO {db}.tools (started_at, trace_id, request_id, service, `index`, name, size, sha256, content_sha256,
-    redacted)
-SELECT started_at, trace_id, request_id, service, toUInt32(i - 1), tool_names[i], tool_sizes[i], tool_sha256[i],
-       '', false
-FROM gen.req ARRAY JOIN arrayEnumerate(tool_names) AS i
 SETTINGS max_block_size = 65536, max_insert_threads = 1
 """,
         f"""

@@ -309,6 +309,20 @@ REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
     Column("lineage_key", "UInt64"),  # read.lineage.LINEAGE_KEY_SQL, MATERIALIZED (migration 024)
 )
+# A request's tool definitions, on its own row (migration 046), one array
+# element per ``ToolDefinition`` in index order: the read side finds them
+# with the request instead of in a table of their own. ``write.rows`` lays
+# them out (``tool_content_sha256`` is ``content_sha256_column``: the text's
+# key when it is not ``tool_sha256``). Empty on rows written before 046, and
+# on a request whose tools came in log records after its row was written:
+# those are rows of ``tools``, where the read side then looks.
+REQUEST_TOOL_COLUMNS = (
+    Column("tool_names", "Array(String)"),
+    Column("tool_sizes", "Array(UInt64)"),
+    Column("tool_sha256", "Array(String)"),
+    Column("tool_content_sha256", "Array(String)"),
+    Column("tool_redacted", "Array(Bool)"),
+)
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from ..record import CONTENT_COLUMNS, CONTENT_KEY_BYTES, REQUEST_COLUMNS, Column, content_columns
+from ..record import CONTENT_COLUMNS, CONTENT_KEY_BYTES, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, Column, content_columns
 from ..store.base import Store
 from .lineage import COLUMNS as LINEAGE_COLUMNS
 from .times import MAX_MOMENT_NS
@@ -66,7 +66,8 @@ def _select_list(columns: Iterable[Column]) -> str:
 # Columns a summary needs (lists, trace overviews, predecessors), and
 # everything a full request object shows; both from the declaration (record.py).
 _SUMMARY_COLUMNS = _select_list(column for column in REQUEST_COLUMNS if column.summary)
-_REQUEST_COLUMNS = _select_list(REQUEST_COLUMNS) + ",\n    toString(toDate(started_at)) AS day"
+# (a full request's row carries its tool definitions too: REQUEST_TOOL_COLUMNS, ``request_parts``)
+_REQUEST_COLUMNS = _select_list(REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS) + ",\n    toString(toDate(started_at)) AS day"
 # What a predecessor candidate needs: its lineage (lineage.COLUMNS), what
 # ``request_view.previous_requests`` shows of it, and what ``events`` needs to
 # give an unmapped one its prompt size. A third of the summary's columns: a
@@ -354,10 +355,43 @@ def _branch(kind: str, sql: str) -> str:
     return f"SELECT '{kind}' AS kind, formatRowNoNewline('JSONEachRow', *) AS row FROM ({sql})"
 
 
-REQUEST_PARTS = "\nUNION ALL\n".join(
-    [_branch("part", BLOCKS_AND_TOOLS_FOR_REQUESTS), _branch("content", CONTENT_REFERENCES)])
-REQUEST_PARTS_AND_MEMBERS = "\nUNION ALL\n".join(
-    [REQUEST_PARTS, _branch("member", _conversation_members("members_since_ns", "members_until_ns"))])
+# A request's tools are on its row (migration 046): `tools` is read only
+# when one of the requests has none there (a row written before 046, or
+# tools that came in log records later), one table fewer to plan otherwise.
+BLOCKS_AS_PARTS = f"""
+SELECT 'block' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
+       toString(layer) AS layer, toString(stability) AS stability, toString(source) AS source,
+       toUInt64(start) AS start, toUInt64(`end`) AS `end`, size, sha256, content_sha256, redacted
+FROM {{db:Identifier}}.blocks{_KEYED_BY_REQUEST}
+"""
+
+
+def _request_parts(tools: bool, members: bool) -> str:
+    branches = [_branch("part", BLOCKS_AND_TOOLS_FOR_REQUESTS if tools else BLOCKS_AS_PARTS),
+                _branch("content", CONTENT_REFERENCES)]
+    if members:
+        branches.append(_branch("member", _conversation_members("members_since_ns", "members_until_ns")))
+    return "\nUNION ALL\n".join(branches)
+
+
+# By (tools from `tools`, conversation members): the four forms of the statement.
+REQUEST_PARTS_SQL = {(tools, members): _request_parts(tools, members) for tools in (False, True) for members in (False, True)}
+REQUEST_PARTS = REQUEST_PARTS_SQL[True, False]
+REQUEST_PARTS_AND_MEMBERS = REQUEST_PARTS_SQL[True, True]
+
+
+def inline_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tool rows (as TOOLS_FOR_REQUESTS gives them) of a request row that carries its tools (migration 046)."""
+    return [{"request_id": row["request_id"], "day": row["day"], "index": index, "name": name, "size": size,
+             "sha256": sha256, "content_sha256": content_sha256, "redacted": redacted}
+            for index, (name, size, sha256, content_sha256, redacted) in enumerate(zip(
+                row["tool_names"], row["tool_sizes"], row["tool_sha256"], row["tool_content_sha256"],
+                row["tool_redacted"]))]
+
+
+def has_inline_tools(row: Mapping[str, Any]) -> bool:
+    """Whether the row holds its request's tools (else they are rows of `tools`, if any)."""
+    return bool(row.get("tool_names"))
 
 
 @dataclass(frozen=True)
@@ -373,7 +407,10 @@ class RequestParts:
 def request_parts(store: Store, rows: Iterable[dict[str, Any]], conversation_ids: Iterable[str] = (),
                   members_since_ns: int = 0, members_until_ns: int = MAX_MOMENT_NS) -> RequestParts:
     """``blocks_and_tools_for(rows)``, ``content_references(rows)`` and, when ``conversation_ids`` are given,
-    ``conversation_members(conversation_ids, members_until_ns, members_since_ns)``, from one query."""
+    ``conversation_members(conversation_ids, members_until_ns, members_since_ns)``, from one query.
+
+    A row read with REQUEST_COLUMNS' tool arrays (migration 046) that holds its tools gives them itself
+    (``inline_tools``); `tools` is read only when some row does not."""
     rows = list(rows)
     if not rows:
         return RequestParts([], [], {}, conversation_members(store, conversation_ids, members_until_ns, members_since_ns))
@@ -386,10 +423,16 @@ def request_parts(store: Store, rows: Iterable[dict[str, Any]], conversation_ids
     if ids:
         parameters.update(conversation_ids=json.dumps(ids), members_since_ns=members_since_ns,
                           members_until_ns=members_until_ns, limit=CONVERSATION_MEMBERS_MAX)
+    inline = {row["request_id"]: inline_tools(row) for row in rows if has_inline_tools(row)}
     found: dict[str, list[dict[str, Any]]] = {"part": [], "content": [], "member": []}
-    for row in _run(store, REQUEST_PARTS_AND_MEMBERS if ids else REQUEST_PARTS, **parameters):
+    sql = REQUEST_PARTS_SQL[len(inline) < len({row["request_id"] for row in rows}), bool(ids)]
+    for row in _run(store, sql, **parameters):
         found[row["kind"]].append(json.loads(row["row"]))
     blocks, tools = _split_parts(found["part"], {row["request_id"] for row in rows})
+    # A row's own tools win over rows of `tools` for the same request (those came from log records).
+    tools = sorted([*(tool for tool in tools if tool["request_id"] not in inline),
+                    *(tool for request_tools in inline.values() for tool in request_tools)],
+                   key=lambda tool: (tool["request_id"], int(tool["index"])))
     # UNION ALL keeps no order: the members newest first, as CONVERSATION_MEMBERS gives them
     members = sorted(found["member"], key=lambda row: (int(row["started_at_ns"]), row["request_id"]), reverse=True)
     return RequestParts(blocks, tools, {row["request_id"]: row for row in found["content"]}, members)

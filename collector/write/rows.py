@@ -44,6 +44,7 @@ from ..record import (
     CONTENT_WHOLE,
     GENAI_EVENT_COLUMNS,
     REQUEST_COLUMNS,
+    REQUEST_TOOL_COLUMNS,
     Block,
     GenAIEvent,
     RequestRecord,
@@ -84,8 +85,34 @@ def _day(started_at_ns: int) -> int:
 _REQUESTS = DeclaredTable(REQUEST_COLUMNS)
 
 
+_TOOL_ARROW_TYPES = {"tool_names": pa.string(), "tool_sizes": pa.uint64(), "tool_sha256": pa.string(),
+                     "tool_content_sha256": pa.string(), "tool_redacted": pa.bool_()}
+assert set(_TOOL_ARROW_TYPES) == {column.name for column in REQUEST_TOOL_COLUMNS}
+_UINT64_MAX = 2**64 - 1
+
+
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
-    return _REQUESTS.table(records)
+    """The declared columns, then each request's tool definitions as arrays (record.REQUEST_TOOL_COLUMNS)."""
+    records = list(records)
+    table = _REQUESTS.table(records)
+    for name, (offsets, values) in _tool_arrays(records).items():
+        table = table.append_column(name, list_array(offsets, pa.array(values, _TOOL_ARROW_TYPES[name])))
+    return table
+
+
+def _tool_arrays(records: list[RequestRecord]) -> dict[str, tuple[list[int], list]]:
+    """Offsets and flat values of each tool column: the definitions of each record in index order."""
+    offsets, names, sizes, sha256, content_keys, redacted = [0], [], [], [], [], []
+    for record in records:
+        for tool in record.tools:
+            names.append(tool.name)
+            sizes.append(min(_UINT64_MAX, _unsigned(tool.size)))
+            sha256.append(tool.sha256)
+            content_keys.append(content_sha256_column(tool))
+            redacted.append(bool(tool.redacted))
+        offsets.append(len(names))
+    return {"tool_names": (offsets, names), "tool_sizes": (offsets, sizes), "tool_sha256": (offsets, sha256),
+            "tool_content_sha256": (offsets, content_keys), "tool_redacted": (offsets, redacted)}
 
 
 # --- blocks, tools, contents ------------------------------------------------
@@ -603,7 +630,8 @@ def build_tables(
         "contents": contents,
         "request_content": request_content_table(records, items),
         "blocks": blocks_table(records),
-        "tools": tools_table(records + tool_owners),
+        # A request's own tools are on its row (requests_table); `tools` takes those of log records.
+        "tools": tools_table(tool_owners),
         "requests": requests_table(records),
         "otel_traces": otel_traces_table(spans, records),
     }

@@ -14,7 +14,10 @@ import pytest
 
 from promptprism.collector.read import content_cache, lookups, queries
 
+from promptprism.collector.write.rows import build_tables
+
 from .. import read_side_data as data
+from ..store.older_schema import tools_in_their_table
 
 pytestmark = pytest.mark.clickhouse
 
@@ -153,7 +156,9 @@ def test_a_prefix_is_one_read_of_the_id_table(store):
 
 def test_blocks_and_tools_from_one_query_are_the_rows_of_two(store):
     records = data.scenario()
-    data.write(store, records)
+    # tools as rows of `tools`, as a collector before migration 046 wrote them (the read's fallback)
+    for name, table in tools_in_their_table(build_tables([], records)).non_empty():
+        store.insert(name, table)
     rows = [queries.request_by_id(store, record.request_id) for record in records]
     blocks, tools = queries.blocks_and_tools_for(store, rows)
     assert (blocks, tools) == (queries.blocks_for(store, rows), queries.tools_for(store, rows))
@@ -168,7 +173,11 @@ def test_a_request_objects_parts_come_from_one_query_as_the_rows_of_three(store)
     assert conversations
     until_ns = max(int(row["started_at_ns"]) for row in rows)
     parts = queries.request_parts(store, rows, conversations, members_since_ns=0, members_until_ns=until_ns)
-    assert (parts.blocks, parts.tools) == queries.blocks_and_tools_for(store, rows)
+    # the tools come with the request rows (migration 046), the blocks from their table
+    assert parts.blocks == queries.blocks_for(store, rows) and parts.blocks
+    assert parts.tools == [tool for row in sorted(rows, key=lambda row: row["request_id"])
+                           for tool in queries.inline_tools(row)] and parts.tools
+    assert queries.tools_for(store, rows) == []
     assert parts.references == queries.content_references(store, rows) and parts.references
     assert parts.members == queries.conversation_members(store, conversations, until_ns) and parts.members
     without_members = queries.request_parts(store, rows)
@@ -176,7 +185,9 @@ def test_a_request_objects_parts_come_from_one_query_as_the_rows_of_three(store)
         parts.blocks, parts.tools, parts.references, [])
     counting = Counting(store)
     lookups.trace(counting, data.AGENT_TRACE)
-    assert counting.count(queries.REQUEST_PARTS) + counting.count(queries.REQUEST_PARTS_AND_MEMBERS) == 1
+    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
+    # every request of the trace holds its tools: `tools` is not read
+    assert sum(counting.count(queries.REQUEST_PARTS_SQL[False, members]) for members in (False, True)) == 1
     assert not {queries.BLOCKS_FOR_REQUESTS, queries.TOOLS_FOR_REQUESTS, queries.BLOCKS_AND_TOOLS_FOR_REQUESTS,
                 queries.CONTENT_REFERENCES, queries.CONVERSATION_MEMBERS} & set(counting.statements)
 

@@ -41,10 +41,21 @@ def store_before(chdb_root, version: int, records):
         chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
+@contextlib.contextmanager
+def current_store(chdb_root, records):
+    """A database of its own at today's schema holding ``records`` as today's collector writes them:
+    what a migrated store must answer like, when the read side cannot read the store before it."""
+    with store_before(chdb_root, 10_000, records) as store:
+        yield store
+
+
 def write_as_of(store, tables: TableSet) -> None:
     """Insert each non-empty table with only the columns the store's table has now; before
-    migration 040, content keys as hex digests; before migration 021, captured content goes
-    into the `requests` columns it was held in then."""
+    migration 046, a request's tools as rows of `tools`; before migration 040, content keys as
+    hex digests; before migration 021, captured content goes into the `requests` columns it was
+    held in then."""
+    if "tool_names" not in stored_columns(store, "requests"):
+        tables = tools_in_their_table(tables)
     if max(applied_versions(store)) < 40:
         tables = hex_content_keys(tables)
     if set(CONTENT_FIELDS_BEFORE_021) <= stored_columns(store, "requests"):
@@ -55,6 +66,25 @@ def write_as_of(store, tables: TableSet) -> None:
             continue
         present = stored_columns(store, name)
         store.insert(name, table.select([column for column in table.column_names if column in present]))
+
+
+def tools_in_their_table(tables: TableSet) -> TableSet:
+    """The layout before migration 046: each request's tools (its row's arrays) as rows of `tools`."""
+    requests = tables.tables.get("requests")
+    if requests is None or "tool_names" not in requests.column_names:
+        return tables
+    columns = {name: [] for name in ("started_at", "trace_id", "request_id", "service", "index", "name", "size",
+                                     "sha256", "content_sha256", "redacted")}
+    for row in requests.to_pylist():
+        for index, values in enumerate(zip(row["tool_names"], row["tool_sizes"], row["tool_sha256"],
+                                           row["tool_content_sha256"], row["tool_redacted"])):
+            for name, value in zip(columns, (row["started_at"], row["trace_id"], row["request_id"], row["service"],
+                                             index, *values)):
+                columns[name].append(value)
+    old = tables.tables.get("tools")
+    rows = pa.table(columns, schema=old.schema) if old is not None else pa.table(columns)
+    converted = {**tables.tables, "tools": pa.concat_tables([old, rows]) if old is not None else rows}
+    return TableSet(converted, tables.content_keys, tables.spans, tables.requests)
 
 
 # The content fields `requests` held as JSON text before migration 021 (now

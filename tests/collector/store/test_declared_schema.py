@@ -17,10 +17,11 @@ from promptprism.collector.record import (
     REQUEST_COLUMNS,
     REQUEST_CONTENT_COLUMNS,
     REQUEST_STORE_FILLED_COLUMNS,
+    REQUEST_TOOL_COLUMNS,
 )
 
 DECLARED = {
-    "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS,
+    "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS + REQUEST_TOOL_COLUMNS,
     "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
     # a content field's items (record.content_columns): a new content field needs its four columns here
     "request_content": REQUEST_CONTENT_COLUMNS,

@@ -46,6 +46,11 @@ OTEL_TRACES_COLUMNS = [
 ALL_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
 
 
+def tool_count(store, database: str) -> int:
+    """The tool definitions stored on request rows (migration 046), every copy counted."""
+    return int(store.query(f"SELECT sum(length(tool_names)) AS n FROM {database}.requests")[0]["n"])
+
+
 def now_ns() -> int:
     return time.time_ns() - 3_600 * 10**9
 
@@ -139,8 +144,10 @@ def test_a_repeated_insert_with_its_token_is_dropped(any_store):
     for _ in range(3):
         for name, table in tables.non_empty():
             any_store.insert(name, table, dedup_token="group-1")
+    # each request's tool is on its row (migration 046): none in `tools`
     assert {table: raw_count(any_store, table) for table in ALL_TABLES} == {
-        "requests": 3, "blocks": 12, "tools": 3, "contents": 7, "otel_traces": 3}
+        "requests": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
+    assert tool_count(any_store, any_store.database) == 3
 
 
 @pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -272,7 +279,8 @@ def test_store_down_then_back_every_record_once(tmp_path):
         for batch in batches:
             sink.accept(batch)  # resends after the outage change nothing
         counts = {table: raw_count(store, table) for table in ALL_TABLES}
-        assert counts == {"requests": 8, "blocks": 32, "tools": 8, "contents": 12, "otel_traces": 8}
+        assert counts == {"requests": 8, "blocks": 32, "tools": 0, "contents": 12, "otel_traces": 8}
+        assert tool_count(store, store.database) == 8
         ids = store.query("SELECT SpanId, count() AS n FROM down_test.otel_traces GROUP BY SpanId HAVING n > 1")
         assert ids == []
     finally:

@@ -90,13 +90,16 @@ def test_tool_definitions_of_a_log_record_join_their_request_whichever_comes_fir
         (call.request_id, 0)]
     joined = memory.merge_logs(convert_logs(logs, ENCODING_PROTOBUF)).converted
     assert _tools_count(joined) == [(call.request_id, tools)]
-    assert call.request_id in joined.tables.tables["tools"].column("request_id").to_pylist()
+    # The rewritten request row carries them (migration 046); `tools` keeps the log record's own rows.
+    assert [len(names) for names in joined.tables.tables["requests"].column("tool_names").to_pylist()] == [tools]
+    assert call.request_id not in joined.tables.tables["tools"].column("request_id").to_pylist()
     # The log record first: its tools wait for the span, whose export writes the request with them.
     memory = CallMemory()
     waiting = memory.merge_logs(convert_logs(logs, ENCODING_PROTOBUF)).converted
     assert waiting.tables.tables["requests"].num_rows == 0
     arrived = memory.merge(convert_traces(traces, ENCODING_PROTOBUF), traces, ENCODING_PROTOBUF).converted
     assert _tools_count(arrived) == [(call.request_id, tools)]
+    assert [len(names) for names in arrived.tables.tables["requests"].column("tool_names").to_pylist()] == [tools]
 
 
 def test_an_export_that_replaces_anothers_rows_waits_until_those_are_durable():

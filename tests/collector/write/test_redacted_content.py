@@ -90,9 +90,11 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
     # points at its own text ('': the text as sent, under sha256 itself).
     assert [(row["sha256"], row["content_sha256"], row["redacted"]) for row in credentials] == [
         (sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
-    tools = tables.tables["tools"].to_pylist()
-    assert [(row["sha256"], row["content_sha256"], row["redacted"]) for row in tools] == [
-        (sha(TOOL_TEXT), sha(REDACTED_TOOL_TEXT), True), (sha(TOOL_TEXT), "", False)]
+    # A request's tools are arrays of its row (migration 046), as `tools` rows held them before.
+    requests = tables.tables["requests"].to_pylist()
+    assert [(row["tool_sha256"], row["tool_content_sha256"], row["tool_redacted"]) for row in requests] == [
+        ([sha(TOOL_TEXT)], [sha(REDACTED_TOOL_TEXT)], [True]), ([sha(TOOL_TEXT)], [""], [False])]
+    assert tables.tables["tools"].num_rows == 0
     # `contents` keys: the first 16 bytes of the digest, raw
     stored = {row["sha256"].hex(): row["content"] for row in tables.tables["contents"].to_pylist()}
     assert stored[sha(REDACTED_LINE)[:32]] == REDACTED_LINE and stored[sha(SECRET_LINE)[:32]] == SECRET_LINE

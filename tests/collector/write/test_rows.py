@@ -141,8 +141,9 @@ def test_build_and_merge_keep_shared_content_once():
     first = build_tables([p[0] for p in pairs[:2]], [p[1] for p in pairs[:2]])
     second = build_tables([p[0] for p in pairs[2:]], [p[1] for p in pairs[2:]])
     merged = merge_tables([first, second])
-    # these requests carry no captured messages: no request_content rows
-    assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name != "request_content"]
+    # these requests carry no captured messages: no request_content rows; their tools are on their rows
+    assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name not in ("request_content", "tools")]
+    assert [len(names) for names in merged.tables["requests"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
     assert merged.spans == 4 and merged.requests == 4
     assert merged.tables["requests"].num_rows == 4 and merged.tables["blocks"].num_rows == 16
     # both halves carried the three shared blocks and the tool: kept once

@@ -1,0 +1,124 @@
+"""A request's tools on its own row (migration 046).
+
+A store written before the migration (tools as rows of `tools`) shows every
+request's tools as before after it, alone and in a trace beside requests
+written since; what is written now keeps a request's tools on its row and
+none in `tools`, so a trace of such requests is answered without reading
+`tools`; tools that came in log records for a request whose row has none
+are still shown from `tools`, and a row's own tools win over such rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from promptprism.collector.read import lookups, queries
+from promptprism.collector.store.migrations import migrate
+from promptprism.collector.write.rows import build_tables, tools_table
+
+from .. import read_side_data as data
+from .older_schema import current_store, stored_columns, store_before, write_as_of
+
+pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
+
+
+class Counting:
+    """A store that records the SQL of every query it passes on."""
+
+    def __init__(self, store):
+        self._store = store
+        self.statements: list[str] = []
+
+    def query(self, sql, params=None, **settings):
+        self.statements.append(sql)
+        return self._store.query(sql, params, **settings)
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def parts_read_tools(self) -> list[bool]:
+        """For each parts statement run, whether it read `tools`."""
+        return [tools for (tools, _), sql in queries.REQUEST_PARTS_SQL.items() for statement in self.statements
+                if statement == sql]
+
+
+def shown_tools(answer: dict) -> list[tuple]:
+    return [(tool["index"], tool["name"], tool["size"], tool["sha256"], tool["content"], tool["redacted"])
+            for tool in answer["tools"]]
+
+
+def sent_tools(record) -> list[tuple]:
+    return [(tool.index, tool.name, tool.size, tool.sha256, tool.content, tool.redacted) for tool in record.tools]
+
+
+def stored_tool_rows(store) -> int:
+    return int(store.query("SELECT count() AS n FROM {db:Identifier}.tools", {"db": store.database})[0]["n"])
+
+
+@pytest.fixture
+def store_before_046(chdb_root):
+    records = data.scenario()
+    with store_before(chdb_root, 46, records) as store:  # tools as rows of `tools`
+        yield store, records
+
+
+def test_a_store_written_before_the_migration_shows_every_tool_after_it(store_before_046, chdb_root):
+    store, records = store_before_046
+    assert "tool_names" not in stored_columns(store, "requests")
+    assert stored_tool_rows(store) == sum(len(record.tools) for record in records) == 7
+    assert "046_request_tools.sql" in migrate(store)
+    with current_store(chdb_root, records) as reference:
+        expected = [lookups.request(reference, record.request_id) for record in records]
+        expected_trace = lookups.trace(reference, data.AGENT_TRACE)
+    assert [lookups.request(store, record.request_id) for record in records] == expected
+    counting = Counting(store)
+    assert lookups.trace(counting, data.AGENT_TRACE) == expected_trace
+    assert counting.parts_read_tools() == [True]  # the old rows' arrays are empty: `tools` is read
+    assert all(shown_tools(answer) == sent_tools(record) for answer, record in zip(expected, records))
+    assert any(answer["tools"] for answer in expected)
+
+
+def test_requests_written_after_it_keep_their_tools_on_their_row(store_before_046):
+    store, records = store_before_046
+    migrate(store)
+    later = dataclasses.replace(records[2], request_id="a1b2c3d4e5f60009", started_at_ns=records[2].started_at_ns + 10**9)
+    write_as_of(store, build_tables([], [later]))
+    assert stored_tool_rows(store) == 7  # the old rows only
+    (row,) = store.query("SELECT tool_names, tool_sizes FROM {db:Identifier}.requests WHERE request_id = {id:String}",
+                         {"db": store.database, "id": later.request_id})
+    assert row == {"tool_names": [tool.name for tool in later.tools], "tool_sizes": [tool.size for tool in later.tools]}
+    assert shown_tools(lookups.request(store, later.request_id)) == sent_tools(later)
+    # a trace of old and new requests: each shows its own
+    trace = lookups.trace(store, data.AGENT_TRACE)
+    assert {answer["request_id"]: shown_tools(answer) for answer in trace["requests"]} == {
+        record.request_id: sent_tools(record) for record in [*records[:3], later]}
+
+
+def test_a_trace_whose_requests_hold_their_tools_does_not_read_the_tools_table(store):
+    records = data.scenario()
+    data.write(store, records)
+    assert stored_tool_rows(store) == 0
+    counting = Counting(store)
+    trace = lookups.trace(counting, data.AGENT_TRACE)
+    assert counting.parts_read_tools() == [False]
+    assert [shown_tools(answer) for answer in trace["requests"]] == [sent_tools(record) for record in records[:3]]
+    assert all(answer["tools"] for answer in trace["requests"])
+
+
+def test_tools_from_log_records_show_for_a_row_without_any_and_never_over_a_rows_own(store):
+    records = data.scenario()
+    bare = dataclasses.replace(records[0], tools=[], tools_count=0)
+    with_own = records[1]
+    data.write(store, [bare, with_own])
+    # as the sink writes the tools of log records whose request was no longer in memory (write.calls)
+    from_logs = [data.tool(0, "from_a_log", "Defined in a log record"), data.tool(1, "another", "Also")]
+    store.insert("tools", tools_table([dataclasses.replace(bare, tools=from_logs),
+                                       dataclasses.replace(with_own, tools=from_logs)]))
+    counting = Counting(store)
+    shown = {answer["request_id"]: shown_tools(answer) for answer in lookups.trace(counting, data.AGENT_TRACE)["requests"]}
+    assert counting.parts_read_tools() == [True]
+    assert shown[bare.request_id] == [(t.index, t.name, t.size, t.sha256, None, False) for t in from_logs]
+    assert shown[with_own.request_id] == sent_tools(with_own)
+    assert shown_tools(lookups.request(store, bare.request_id)) == shown[bare.request_id]
