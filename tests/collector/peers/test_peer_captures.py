@@ -14,6 +14,8 @@ import json
 
 import pytest
 
+from promptprism.collector.read import lookups
+
 from ..collector_harness import running_collector, stored_blocks, stored_requests
 from .peer_captures import Call, Scenario, peers, replay, scenarios
 
@@ -78,8 +80,9 @@ def stored_records(store, scenario: Scenario) -> list[dict]:
 
 
 def stored_tools(store, request_id: str) -> list[dict]:
-    return store.query(f"SELECT name, size, sha256 FROM {store.database}.tools FINAL "
-                       "WHERE request_id = {id:String} ORDER BY index", {"id": request_id})
+    """The request's tools as the API serves them: from its row (migration 046), else rows of `tools`."""
+    return [{"name": tool["name"], "size": tool["size"], "sha256": tool["sha256"]}
+            for tool in lookups.request(store, request_id)["tools"]]
 
 
 def check_record(store, scenario: Scenario, index: int, call: Call, record: dict) -> list[str]:
