@@ -185,13 +185,17 @@ WHERE service IN JSONExtract({services:String}, 'Array(String)')
 ORDER BY request_id, `index`
 LIMIT 1 BY request_id, `index`"""
 _BLOCK_ONLY_COLUMNS = ("layer", "stability", "source", "start", "end")
+# The block rows alone in that layout: a request's tools are on its row
+# (migration 046), and `tools` is read only when one of the requests has
+# none there (a row written before 046, tools that came in log records).
+BLOCKS_AS_PARTS = f"""
+SELECT 'block' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
+       toString(layer) AS layer, toString(stability) AS stability, toString(source) AS source,
+       toUInt64(start) AS start, toUInt64(`end`) AS `end`, size, sha256, content_sha256, redacted
+FROM {{db:Identifier}}.blocks{_KEYED_BY_REQUEST}
+"""
 BLOCKS_AND_TOOLS_FOR_REQUESTS = f"""
-SELECT * FROM (
-    SELECT 'block' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
-           toString(layer) AS layer, toString(stability) AS stability, toString(source) AS source,
-           toUInt64(start) AS start, toUInt64(`end`) AS `end`, size, sha256, content_sha256, redacted
-    FROM {{db:Identifier}}.blocks{_KEYED_BY_REQUEST}
-)
+SELECT * FROM ({BLOCKS_AS_PARTS})
 UNION ALL
 SELECT * FROM (
     SELECT 'tool' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
@@ -355,17 +359,6 @@ def _branch(kind: str, sql: str) -> str:
     return f"SELECT '{kind}' AS kind, formatRowNoNewline('JSONEachRow', *) AS row FROM ({sql})"
 
 
-# A request's tools are on its row (migration 046): `tools` is read only
-# when one of the requests has none there (a row written before 046, or
-# tools that came in log records later), one table fewer to plan otherwise.
-BLOCKS_AS_PARTS = f"""
-SELECT 'block' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
-       toString(layer) AS layer, toString(stability) AS stability, toString(source) AS source,
-       toUInt64(start) AS start, toUInt64(`end`) AS `end`, size, sha256, content_sha256, redacted
-FROM {{db:Identifier}}.blocks{_KEYED_BY_REQUEST}
-"""
-
-
 def _request_parts(tools: bool, members: bool) -> str:
     branches = [_branch("part", BLOCKS_AND_TOOLS_FOR_REQUESTS if tools else BLOCKS_AS_PARTS),
                 _branch("content", CONTENT_REFERENCES)]
@@ -376,8 +369,6 @@ def _request_parts(tools: bool, members: bool) -> str:
 
 # By (tools from `tools`, conversation members): the four forms of the statement.
 REQUEST_PARTS_SQL = {(tools, members): _request_parts(tools, members) for tools in (False, True) for members in (False, True)}
-REQUEST_PARTS = REQUEST_PARTS_SQL[True, False]
-REQUEST_PARTS_AND_MEMBERS = REQUEST_PARTS_SQL[True, True]
 
 
 def inline_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
