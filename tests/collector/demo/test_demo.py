@@ -205,25 +205,19 @@ def test_a_second_run_starts_new_conversations(collector, demo_run):
     assert not first_runs & {request["run"]["id"] for request in second}
 
 
-# The overview of the demo's store must answer in well under a second on a
-# quiet machine (issue 12): a load costs the collector ~0.6-0.9 s of CPU
-# (benchmarks/overview.py; ~1.9-2.1 s before the read side specialized its SQL
-# for the store). This bound catches a return of the multi-second page with
-# slack for a 2-core test machine shared by several test runs (there the page
-# took 1-2 s at load 4-12 and 3-6 s at load 12-17).
-OVERVIEW_SECONDS_MAX = 3.0
-
-
-def test_the_overview_of_the_demo_store_answers_quickly(collector, demo_run):
+# The overview of the demo's store (issue 12). Its speed is a benchmark's
+# figure, not a test's (the project's rule: tests assert behaviour, never
+# wall-clock time): benchmarks/overview.py measures a load against a baseline
+# in the same run (~0.6-0.9 s of the collector's CPU, ~1.9-2.1 s before the
+# read side specialized its SQL for the store). A bound here failed on a
+# shared 2-core machine (3.99 s at load ~7) without anything being wrong.
+def test_the_overview_of_the_demo_store_answers(collector, demo_run):
     url = f"{collector['ui']}/overview"
-    with urllib.request.urlopen(url, timeout=60) as response:  # the first request warms the caches
-        assert response.status == 200
-    started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=60) as response:
-        page = response.read().decode("utf-8")
-    elapsed = time.perf_counter() - started
-    print(f"/overview on the demo store: {elapsed:.2f} s")
-    assert "Prompt growth" in page and elapsed < OVERVIEW_SECONDS_MAX, elapsed
+    for _ in range(2):  # the second load is served from warm caches, as a refresh is
+        with urllib.request.urlopen(url, timeout=60) as response:
+            assert response.status == 200
+            page = response.read().decode("utf-8")
+        assert "Prompt growth" in page
 
 
 def test_demo_links_to_the_collectors_own_inspector_without_promptprism_url(collector):
