@@ -8,13 +8,16 @@ database in it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 import uuid
 
 import pytest
 
-from support import HAS_PROC, command_line, environment_of, free_port, parent_of, process_ids, wait_for_exit
+from support import (HAS_PROC, command_line, copy_schema, environment_of, free_port, parent_of, process_ids,
+                     schema_statements, wait_for_exit)
 
 # Every process this run starts inherits this variable (test helpers that
 # clear OTEL_* / PROMPTPRISM_* keep it), so the check below finds them even
@@ -64,13 +67,7 @@ def migrated_template(chdb_root):
 
     database = f"template_{uuid.uuid4().hex[:12]}"
     migrate(chdb_root.with_database(database))
-    rows = chdb_root.query(
-        "SELECT name, engine, create_table_query FROM system.tables "
-        "WHERE database = {db:String} AND NOT startsWith(name, '.inner') ORDER BY name", {"db": database})
-    # Tables, then the materialized views that write into them, then the views that read them.
-    order = {"MaterializedView": 1, "View": 2}
-    statements = [row["create_table_query"] for row in sorted(rows, key=lambda row: order.get(row["engine"], 0))]
-    return database, statements
+    return database, schema_statements(chdb_root, database)
 
 
 @pytest.fixture
@@ -79,7 +76,7 @@ def store(chdb_root, migrated_template):
 
     A copy of the template (each table, materialized view and view created
     again from its CREATE statement, and the migration records) instead of
-    the migrations run again: ~20 statements instead of ~90, which `make
+    the migrations run again: ~30 statements instead of ~145, which `make
     test`'s second pass on ClickHouse 24.8 needs to fit its budget. A test of
     the migrations themselves migrates a database of its own.
     """
@@ -92,15 +89,71 @@ def second_store(chdb_root, migrated_template):
     yield from _migrated_copy(chdb_root, migrated_template)
 
 
-def _migrated_copy(chdb_root, migrated_template):
+@pytest.fixture(scope="session")
+def migrated_database(chdb_root, migrated_template):
+    """``with migrated_database() as store:`` a copy of the template as ``store`` gives one, for a
+    fixture of a wider scope (data written once for a module's tests, a collector over it)."""
+    return contextlib.contextmanager(functools.partial(_migrated_copy, chdb_root, migrated_template))
+
+
+def _migrated_copy(chdb_root, migrated_template, prefix: str = "test"):
     template, statements = migrated_template
-    database = f"test_{uuid.uuid4().hex[:12]}"
-    fresh = chdb_root.with_database(database)
-    for statement in statements:
-        fresh.execute(statement.replace(f"{template}.", f"{database}."))
-    fresh.execute(f"INSERT INTO {database}.schema_migrations SELECT * FROM {template}.schema_migrations")
-    yield fresh
-    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+    fresh = chdb_root.with_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
+    try:
+        copy_schema(fresh, template, statements)
+        yield fresh
+    finally:
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {fresh.database} SYNC")
+
+
+@pytest.fixture(scope="session")
+def schema_before(chdb_root):
+    """``with schema_before(version) as store:`` a database of its own at the schema just before
+    migration ``version`` (dropped afterwards), for a test of that migration over older rows.
+
+    Once per run, one database is migrated a migration at a time and its CREATE statements are
+    kept after each; each such database is a copy of them, as ``store`` is of the whole schema,
+    instead of the migrations before ``version`` run again (on ClickHouse 24.8, ~120 statements
+    of ~0.1 s each per test). A test of the migration then migrates the copy forward for real.
+    """
+    history = _SchemaHistory(chdb_root)
+
+    @contextlib.contextmanager
+    def before(version: int):
+        last, statements = history.before(version)
+        fresh = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
+        try:
+            copy_schema(fresh, history.database, statements, up_to=last)
+            yield fresh
+        finally:
+            chdb_root.execute(f"DROP DATABASE IF EXISTS {fresh.database} SYNC")
+
+    return before
+
+
+class _SchemaHistory:
+    """One database brought forward a migration at a time, on demand; the CREATE statements after each."""
+
+    def __init__(self, chdb_root):
+        from promptprism.collector.store.migrations import applied_versions, load_migrations
+
+        self.root = chdb_root
+        self.database = f"history_{uuid.uuid4().hex[:12]}"
+        self.store = chdb_root.with_database(self.database)
+        self.pending = load_migrations(database=self.database, retention_days=self.store.retention_days)
+        assert applied_versions(self.store) == set()  # (creates the migration records' table)
+        self.statements: dict[int, list[str]] = {}
+
+    def before(self, version: int) -> tuple[int, list[str]]:
+        """(the last migration before ``version``, the schema's CREATE statements after it)."""
+        from promptprism.collector.store.migrations import apply_migrations
+
+        while self.pending and self.pending[0].version < version:
+            migration = self.pending.pop(0)
+            apply_migrations(self.store, [migration], set())  # the loop `migrate` runs them with
+            self.statements[migration.version] = schema_statements(self.root, self.database)
+        last = max(known for known in self.statements if known < version)
+        return last, self.statements[last]
 
 
 def processes_of_this_run() -> list[int]:

@@ -95,6 +95,29 @@ def python_without(blocked: tuple[str, ...], code: str, *arguments: str, stdin: 
                           input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
+# --- copies of a migrated schema ----------------------------------------------------------
+
+
+def schema_statements(store, database: str) -> list[str]:
+    """The CREATE statements of ``database``'s tables, materialized views and views (any store),
+    in an order that creates them again: tables, the views that write into them, the views that read them."""
+    rows = store.query(
+        "SELECT name, engine, create_table_query FROM system.tables "
+        "WHERE database = {db:String} AND NOT startsWith(name, '.inner') ORDER BY name", {"db": database})
+    order = {"MaterializedView": 1, "View": 2}
+    return [row["create_table_query"] for row in sorted(rows, key=lambda row: order.get(row["engine"], 0))]
+
+
+def copy_schema(store, source: str, statements: list[str], *, up_to: int | None = None) -> None:
+    """Create ``statements`` (``schema_statements`` of ``source``) again in ``store``'s database, with
+    ``source``'s migration records (those up to version ``up_to``): the schema ``migrate`` leaves,
+    in ~30 statements instead of the ~145 of the migrations. The database exists already."""
+    for statement in statements:
+        store.execute(statement.replace(f"{source}.", f"{store.database}."))
+    records = f"INSERT INTO {store.database}.schema_migrations SELECT * FROM {source}.schema_migrations"
+    store.execute(records if up_to is None else f"{records} WHERE version <= {int(up_to)}")
+
+
 # --- processes (Linux /proc) --------------------------------------------------------------
 
 HAS_PROC = Path("/proc/self/stat").exists()

@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import time
-import uuid
 from dataclasses import dataclass
 
 from promptprism.collector.record import Block, RequestRecord, ToolDefinition
@@ -332,21 +331,13 @@ def send_over_otlp(records: list[RequestRecord], grpc_endpoint: str) -> None:
 
 
 @contextlib.contextmanager
-def running_collector(chdb_root, data_dir: str, records: list[RequestRecord] | None = None, **flags):
+def running_collector(migrated_database, data_dir: str, records: list[RequestRecord] | None = None, **flags):
     """A real collector (receivers, sink, UI server with the read side) on free ports, over a
-    fresh database of the test process's chdb session, with ``records`` sent to it over OTLP."""
-    from promptprism.collector.store.migrations import migrate
-
+    fresh migrated database (the ``migrated_database`` fixture), with ``records`` sent to it over OTLP."""
     from . import collector_harness
 
-    database = f"read_{uuid.uuid4().hex[:12]}"
-    store = chdb_root.with_database(database)
-    migrate(store)
-    try:
-        with collector_harness.running_collector(store, data_dir, **flags) as collector:
-            endpoints = collector.endpoints()
-            if records:
-                send_over_otlp(records, endpoints["otlp_grpc"])
-            yield collector, store, endpoints["ui"]
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+    with migrated_database("read") as store, collector_harness.running_collector(store, data_dir, **flags) as collector:
+        endpoints = collector.endpoints()
+        if records:
+            send_over_otlp(records, endpoints["otlp_grpc"])
+        yield collector, store, endpoints["ui"]

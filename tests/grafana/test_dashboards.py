@@ -4,12 +4,10 @@ returns the columns its panel type needs."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import re
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -184,23 +182,10 @@ def _check_columns(panel: dict, columns: list[tuple[str, str]], rows: list[dict]
 ALL_PANELS = [(path, panel) for path in DASHBOARDS for panel in panels(load(path))]
 
 
-@contextlib.contextmanager
-def _migrated_database(chdb_root, prefix: str):
-    """A migrated database of its own, dropped afterwards."""
-    from promptprism.collector.store.migrations import migrate
-
-    store = chdb_root.with_database(f"{prefix}_{uuid.uuid4().hex[:8]}")
-    try:
-        migrate(store)
-        yield store
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
-
-
 @pytest.fixture(scope="module")
-def filled(chdb_root):
+def filled(migrated_database):
     """One database with the scenario for the whole module (the panels only read)."""
-    with _migrated_database(chdb_root, "test_grafana") as store:
+    with migrated_database("test_grafana") as store:
         now_ns = int(time.time()) * 10**9
         write_records(store, scenario.records(now_ns))
         write_genai_metrics(store, genai_metric_points(scenario.SERVICE, scenario.MODEL, now_ns))
@@ -280,9 +265,9 @@ HOSTILE_SERVICES = ["it's", "trailing\\", "a&b=c", "50% +1 ü", "x') OR 1=1 --"]
 
 
 @pytest.fixture(scope="module")
-def hostile(chdb_root):
+def hostile(migrated_database):
     """The scenario again, once under each hostile service name, in a database of its own."""
-    with _migrated_database(chdb_root, "test_grafana_hostile") as store:
+    with migrated_database("test_grafana_hostile") as store:
         now_ns = int(time.time()) * 10**9
         records = scenario.records(now_ns)
         write_records(store, [dataclasses.replace(record, service=service) for service in HOSTILE_SERVICES

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.clickhouse
 
 
 @pytest.fixture(scope="module")
-def api(chdb_root, tmp_path_factory):
+def api(migrated_database, tmp_path_factory):
     records = data.scenario()
-    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (collector, _, url):
+    with data.running_collector(migrated_database, str(tmp_path_factory.mktemp("collector")), records) as (collector, _, url):
         with httpx.Client(base_url=url, timeout=30) as client:
             yield client, records, collector.endpoints()["otlp_grpc"]
 

@@ -15,21 +15,13 @@ pytestmark = pytest.mark.clickhouse
 
 
 @pytest.fixture(scope="module")
-def collector_with_odd_services(chdb_root, tmp_path_factory):
-    import uuid
-
-    from promptprism.collector.store.migrations import migrate
-
-    database = f"test_{uuid.uuid4().hex[:12]}"
-    store = chdb_root.with_database(database)
-    migrate(store)
-    with running_collector(store, tmp_path_factory.mktemp("odd")) as collector:
+def collector_with_odd_services(migrated_database, tmp_path_factory):
+    with migrated_database() as store, running_collector(store, tmp_path_factory.mktemp("odd")) as collector:
         for service in SERVICES:
             provider, tracer = tracer_for(exporter(collector, "http"), service=service)
             emit_prompt(tracer, [("q", "template", "turn", "Hello.")])
             provider.shutdown()
         yield collector
-    chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 @pytest.mark.parametrize("service", SERVICES + ["tab\\there", "back\\", "'", "%", "\\'"])

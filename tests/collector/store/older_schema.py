@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import uuid
 
 import pyarrow as pa
 
-from promptprism.collector.store.migrations import applied_versions, migrate
+from promptprism.collector.store.migrations import applied_versions, load_migrations
 from promptprism.collector.write.rows import TableSet, build_tables
 
 
@@ -29,16 +28,14 @@ def stored_tables(store) -> set[str]:
 
 
 @contextlib.contextmanager
-def store_before(chdb_root, version: int, records):
-    """A database of its own, migrated up to the migration before ``version`` and holding
-    ``records`` as a collector of that time wrote them (``write_as_of``); dropped afterwards."""
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert int(migrate(store, up_to=version - 1)[-1][:3]) < version
+def store_before(schema_before, version: int, records):
+    """A database of its own at the schema just before migration ``version`` (the ``schema_before``
+    fixture) holding ``records`` as a collector of that time wrote them (``write_as_of``); dropped afterwards."""
+    with schema_before(version) as store:
+        assert max(applied_versions(store)) < version <= max(known.version for known in load_migrations(
+            database=store.database, retention_days=store.retention_days))
         write_as_of(store, build_tables([], records))
         yield store
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 @contextlib.contextmanager

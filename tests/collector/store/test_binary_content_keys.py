@@ -42,9 +42,9 @@ def _sent_blocks(record) -> list:
 
 
 @pytest.fixture
-def store_before_040(chdb_root):
+def store_before_040(schema_before):
     records = conversation(0x300, 4)
-    with store_before(chdb_root, 40, records) as store:  # hex digests, as a collector before 040 wrote them
+    with store_before(schema_before, 40, records) as store:  # hex digests, as a collector before 040 wrote them
         yield store, records
 
 

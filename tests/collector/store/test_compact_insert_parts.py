@@ -42,9 +42,9 @@ def block_rows(store) -> dict:
 
 
 @pytest.fixture
-def store_before_045(chdb_root):
+def store_before_045(schema_before):
     records = conversation(0x4500, 3)
-    with store_before(chdb_root, 45, records) as store:
+    with store_before(schema_before, 45, records) as store:
         yield store, records
 
 

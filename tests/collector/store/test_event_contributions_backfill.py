@@ -13,7 +13,6 @@ import hashlib
 import importlib
 import json
 import time
-import uuid
 
 import pytest
 
@@ -54,17 +53,13 @@ def stored_contributions(store) -> list[dict]:
 
 
 @pytest.fixture
-def store_before_008(chdb_root):
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert migrate(store, up_to=7)[-1] == "007_request_temperature.sql"
+def store_before_008(schema_before):
+    with schema_before(8) as store:  # migrations up to 007
         now_ns = time.time_ns()
         records = [span_record(trace_id, span_id, now_ns - 10**9) for trace_id, span_id, _ in REQUESTS]
         events = ingested_events()
         write_as_of(store, build_tables([], records, genai_events=events))
         yield store, events
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def test_the_backfill_gives_old_events_the_contribution_ingest_gives_new_ones(store_before_008, monkeypatch):

@@ -5,7 +5,6 @@ requests written after it read back the same way."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -14,7 +13,7 @@ from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write.rows import build_tables
 
 from .. import read_side_data as data
-from .older_schema import CONTENT_FIELDS_BEFORE_021, stored_columns, write_as_of
+from .older_schema import CONTENT_FIELDS_BEFORE_021, store_before, stored_columns, write_as_of
 
 
 def conversation(first: int, turns: int) -> list:
@@ -45,15 +44,10 @@ def expected(record) -> dict:
 
 
 @pytest.fixture
-def store_before_021(chdb_root):
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert migrate(store, up_to=20)[-1] == "020_request_ids.sql"
-        records = conversation(0x100, 4)
-        write_as_of(store, build_tables([], records))  # content in the `requests` columns of then
+def store_before_021(schema_before):
+    records = conversation(0x100, 4)
+    with store_before(schema_before, 21, records) as store:  # content in the `requests` columns of then
         yield store, records
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def test_the_migration_keeps_every_stored_content_field_readable(store_before_021):

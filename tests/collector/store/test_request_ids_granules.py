@@ -31,9 +31,9 @@ def _ids(store) -> list[str]:
 
 
 @pytest.fixture
-def store_before_042(chdb_root):
+def store_before_042(schema_before):
     records = conversation(0x420, 3)
-    with store_before(chdb_root, 42, records) as store:
+    with store_before(schema_before, 42, records) as store:
         yield store, records
 
 

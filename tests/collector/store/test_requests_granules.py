@@ -31,9 +31,9 @@ def _stored(store) -> list[tuple[str, int]]:
 
 
 @pytest.fixture
-def store_before_043(chdb_root):
+def store_before_043(schema_before):
     records = conversation(0x4300, 3)
-    with store_before(chdb_root, 43, records) as store:
+    with store_before(schema_before, 43, records) as store:
         yield store, records
 
 

@@ -230,18 +230,14 @@ def test_a_log_that_arrives_before_its_span_counts_once_the_span_is_stored(store
     assert point["bytes_per_request"] == len(SYSTEM_PROMPT.encode("utf-8"))
 
 
-def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):
+def test_events_stored_before_migration_004_are_counted(schema_before, now_ns):
     """Rows written under migration 003 get their contribution from migration 009."""
-    import uuid
-
     from promptprism.collector.store.migrations import migrate
     from promptprism.collector.write.rows import build_tables
 
     from ...store.older_schema import write_as_of
 
-    store = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
-    try:
-        assert migrate(store, up_to=3)[-1] == "003_logs.sql"
+    with schema_before(4) as store:  # migrations up to 003
         write_as_of(store, build_tables([], [span_record(0xD1 << 64, 0xD1, now_ns - 10**9)], genai_events=genai_events(
             logs_payload(OPENAI_V2_EVENTS, trace_id=0xD1 << 64, span_id=0xD1))))
         assert migrate(store, up_to=4) == ["004_event_prompts.sql"]
@@ -250,8 +246,6 @@ def test_events_stored_before_migration_004_are_counted(chdb_root, now_ns):
         served = api_prompt(store, 0xD1)
         assert (row["prompt_bytes"], row["prompt_sha256"]) == (served["bytes"], served["sha256"])
         assert block["size"] == len(SYSTEM_PROMPT.encode("utf-8"))
-    finally:
-        chdb_root.execute(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 def test_insight_sql_reads_unmapped_prompts_through_the_views():

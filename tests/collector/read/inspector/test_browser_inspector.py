@@ -33,9 +33,9 @@ def long_record():
 
 
 @pytest.fixture(scope="module")
-def site(chdb_root, tmp_path_factory):
+def site(migrated_database, tmp_path_factory):
     records = [*data.scenario(), long_record()]
-    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (_, _, url):
+    with data.running_collector(migrated_database, str(tmp_path_factory.mktemp("collector")), records) as (_, _, url):
         yield url, records
 
 

@@ -54,10 +54,10 @@ CLIPPED = """() => {
 
 
 @pytest.fixture(scope="module")
-def site(chdb_root, tmp_path_factory):
+def site(migrated_database, tmp_path_factory):
     now_ns = int(time.time()) * 10**9
     records = [*data.scenario(), *scenario.records(now_ns)]
-    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), records) as (_, _, url):
+    with data.running_collector(migrated_database, str(tmp_path_factory.mktemp("collector")), records) as (_, _, url):
         yield url
 
 

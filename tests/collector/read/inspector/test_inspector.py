@@ -14,8 +14,8 @@ from ... import read_side_data as data
 
 
 @pytest.fixture(scope="module")
-def site(chdb_root, tmp_path_factory):
-    with data.running_collector(chdb_root, str(tmp_path_factory.mktemp("collector")), data.scenario()) as (_, _, url):
+def site(migrated_database, tmp_path_factory):
+    with data.running_collector(migrated_database, str(tmp_path_factory.mktemp("collector")), data.scenario()) as (_, _, url):
         with httpx.Client(base_url=url, timeout=30) as client:
             yield client
 
