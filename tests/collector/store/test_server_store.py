@@ -5,6 +5,7 @@ accept while the server is stopped, replay once it is back."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import time
@@ -23,7 +24,7 @@ from promptprism.collector.write.rows import build_tables
 from promptprism.collector.write.sink import open_sink
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
-from support import REPOSITORY
+from support import REPOSITORY, copy_schema, schema_statements
 
 from ..write_path_samples import make_batch, make_requests
 from .older_schema import write_as_of
@@ -62,21 +63,58 @@ def http_clickhouse(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def server_template(http_clickhouse):
+    """Every migration applied once on the server store, to a database ``any_store`` copies (name, CREATE statements)."""
+    database = f"template_{uuid.uuid4().hex[:12]}"
+    store = ServerStore(http_clickhouse.url.rsplit("/", 1)[0] + f"/{database}", auto_migrate=True)
+    store.ensure_database()  # connects, creates the database and migrates
+    yield database, schema_statements(store, database)
+    store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+    store.close()
+
+
 @pytest.fixture(params=["embedded", "server"])
-def any_store(request, chdb_root):
-    """A fresh, migrated database on either store."""
+def any_store(request, migrated_template):
+    """A fresh, migrated database on either store: a copy of the schema the migrations made on
+    that store (as the ``store`` fixture's); ``any_migrated_store`` runs the migrations themselves."""
+    template, statements = migrated_template if request.param == "embedded" else request.getfixturevalue(
+        "server_template")
+    with _empty_database(request) as store:
+        copy_schema(store, template, statements)
+        yield store
+
+
+@pytest.fixture(params=["embedded", "server"])
+def any_migrated_store(request):
+    """A fresh database on either store, migrated."""
+    with _empty_database(request) as store:
+        assert migrate(store)[0] == "001_initial.sql"
+        yield store
+
+
+@pytest.fixture(params=["embedded", "server"])
+def any_empty_store(request):
+    """A fresh database on either store, not migrated."""
+    with _empty_database(request) as store:
+        yield store
+
+
+@contextlib.contextmanager
+def _empty_database(request):
     database = f"test_{uuid.uuid4().hex[:12]}"
     if request.param == "embedded":
-        store = chdb_root.with_database(database)
-        migrate(store)
+        store = request.getfixturevalue("chdb_root").with_database(database)
     else:
         server = request.getfixturevalue("http_clickhouse")
-        store = ServerStore(server.url.rsplit("/", 1)[0] + f"/{database}", auto_migrate=True)
-        store.ensure_database()  # connects, creates the database and migrates
-    yield store
-    store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
-    if request.param == "server":
-        store.close()
+        store = ServerStore(server.url.rsplit("/", 1)[0] + f"/{database}")
+        store.ensure_database()
+    try:
+        yield store
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+        if request.param == "server":
+            store.close()
 
 
 def raw_count(store, table: str) -> int:
@@ -84,10 +122,11 @@ def raw_count(store, table: str) -> int:
 
 
 @pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
-def test_migrations_create_every_table_once(any_store):
-    tables = {row["name"] for row in any_store.query(f"SHOW TABLES FROM {any_store.database}")}
+def test_migrations_create_every_table_once(any_migrated_store):
+    store = any_migrated_store
+    tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {store.database}")}
     assert {*ALL_TABLES, "otel_traces_trace_id_ts", "otel_traces_trace_id_ts_mv", "schema_migrations"} <= tables
-    assert migrate(any_store) == []
+    assert migrate(store) == []
 
 
 def test_otel_traces_has_the_exporter_schema(any_store):
@@ -167,41 +206,34 @@ def test_bad_sql_is_a_store_error_not_unavailable(any_store):
 
 
 @pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
-def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_store):
-    old = any_store.database + "_old"
-    if isinstance(any_store, ServerStore):
-        legacy = ServerStore(any_store.url.rsplit("/", 1)[0] + f"/{old}")
-        legacy.ensure_database()
-    else:
-        legacy = any_store.with_database(old)
-    try:
-        assert migrate(legacy, up_to=1) == ["001_initial.sql"]
-        spans, records = make_requests(0, 2, started_at_ns=now_ns())
-        old_tables = build_tables([], records)  # 001 has no otel_traces
-        write_as_of(legacy, old_tables)  # the columns 001 has: what a collector of that version wrote
-        assert migrate(legacy)[:5] == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
-                                       "005_content_keys.sql", "006_contents_by_day.sql"]
-        rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
-                            f"FROM {old}.requests FINAL ORDER BY request_id")
-        assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
-                        {"request_id": f"{2:016x}", "block_count": 4, "has_default": True}]
-        assert raw_count(legacy, "blocks") == 8
-        new = build_tables(spans, [])
-        legacy.insert("otel_traces", new.tables["otel_traces"])
-        assert raw_count(legacy, "otel_traces") == 2
-        # Old block and tool rows have no content_sha256: their text is
-        # found under sha256, with no problem and nothing flagged redacted.
-        assert legacy.query(f"SELECT DISTINCT content_sha256, redacted FROM {old}.blocks") == [
-            {"content_sha256": "", "redacted": False}]
-        sent = records[0]
-        request = lookups.request(legacy, sent.request_id)
-        prompt = request["prompt"]
-        assert [block["content"] for block in prompt["blocks"]] == [block.content for block in sent.blocks]
-        assert prompt["problems"] == [] and not any(block["redacted"] for block in prompt["blocks"])
-        assert prompt["text"] is not None and prompt["redacted"] is False
-        assert [tool["content"] for tool in request["tools"]] == [tool.content for tool in sent.tools]
-    finally:
-        legacy.execute(f"DROP DATABASE IF EXISTS {old} SYNC")
+def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_empty_store):
+    legacy = any_empty_store
+    old = legacy.database
+    assert migrate(legacy, up_to=1) == ["001_initial.sql"]
+    spans, records = make_requests(0, 2, started_at_ns=now_ns())
+    old_tables = build_tables([], records)  # 001 has no otel_traces
+    write_as_of(legacy, old_tables)  # the columns 001 has: what a collector of that version wrote
+    assert migrate(legacy)[:5] == ["002_otel_traces_dedup.sql", "003_logs.sql", "004_event_prompts.sql",
+                                   "005_content_keys.sql", "006_contents_by_day.sql"]
+    rows = legacy.query(f"SELECT request_id, block_count, received_at > '2000-01-01' AS has_default "
+                        f"FROM {old}.requests FINAL ORDER BY request_id")
+    assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
+                    {"request_id": f"{2:016x}", "block_count": 4, "has_default": True}]
+    assert raw_count(legacy, "blocks") == 8
+    new = build_tables(spans, [])
+    legacy.insert("otel_traces", new.tables["otel_traces"])
+    assert raw_count(legacy, "otel_traces") == 2
+    # Old block and tool rows have no content_sha256: their text is
+    # found under sha256, with no problem and nothing flagged redacted.
+    assert legacy.query(f"SELECT DISTINCT content_sha256, redacted FROM {old}.blocks") == [
+        {"content_sha256": "", "redacted": False}]
+    sent = records[0]
+    request = lookups.request(legacy, sent.request_id)
+    prompt = request["prompt"]
+    assert [block["content"] for block in prompt["blocks"]] == [block.content for block in sent.blocks]
+    assert prompt["problems"] == [] and not any(block["redacted"] for block in prompt["blocks"])
+    assert prompt["text"] is not None and prompt["redacted"] is False
+    assert [tool["content"] for tool in request["tools"]] == [tool.content for tool in sent.tools]
 
 
 # --- server store only -----------------------------------------------------------
