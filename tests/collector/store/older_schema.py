@@ -39,10 +39,12 @@ def store_before(schema_before, version: int, records):
 
 
 @contextlib.contextmanager
-def current_store(chdb_root, records):
-    """A database of its own at today's schema holding ``records`` as today's collector writes them:
-    what a migrated store must answer like, when the read side cannot read the store before it."""
-    with store_before(chdb_root, 10_000, records) as store:
+def current_store(migrated_database, records):
+    """A database of its own at today's schema (the ``migrated_database`` fixture) holding ``records``
+    as today's collector writes them: what a migrated store must answer like, when the read side
+    cannot read the store before the migration."""
+    with migrated_database() as store:
+        write_as_of(store, build_tables([], records))
         yield store
 
 

@@ -45,18 +45,18 @@ def stored_tool_rows(store) -> int:
 
 
 @pytest.fixture
-def store_before_046(chdb_root):
+def store_before_046(schema_before):
     records = data.scenario()
-    with store_before(chdb_root, 46, records) as store:  # tools as rows of `tools`
+    with store_before(schema_before, 46, records) as store:  # tools as rows of `tools`
         yield store, records
 
 
-def test_a_store_written_before_the_migration_shows_every_tool_after_it(store_before_046, chdb_root):
+def test_a_store_written_before_the_migration_shows_every_tool_after_it(store_before_046, migrated_database):
     store, records = store_before_046
     assert "tool_names" not in stored_columns(store, "requests")
     assert stored_tool_rows(store) == sum(len(record.tools) for record in records) == 7
     assert "046_request_tools.sql" in migrate(store)
-    with current_store(chdb_root, records) as reference:
+    with current_store(migrated_database, records) as reference:
         expected = [lookups.request(reference, record.request_id) for record in records]
         expected_trace = lookups.trace(reference, data.AGENT_TRACE)
     assert [lookups.request(store, record.request_id) for record in records] == expected

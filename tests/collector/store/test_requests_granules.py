@@ -37,10 +37,10 @@ def store_before_043(schema_before):
         yield store, records
 
 
-def test_a_store_written_before_the_migration_answers_the_same_after_it(store_before_043, chdb_root):
+def test_a_store_written_before_the_migration_answers_the_same_after_it(store_before_043, migrated_database):
     store, records = store_before_043
     # Today's read side needs later columns (migration 046): the answers are those of a store written today.
-    with current_store(chdb_root, records) as reference:
+    with current_store(migrated_database, records) as reference:
         before = [lookups.request(reference, record.request_id) for record in records]
         trace_before = lookups.trace(reference, records[1].trace_id)
     stored_before = _stored(store)
