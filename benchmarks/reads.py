@@ -14,7 +14,7 @@ rendered for the store) over 7-day windows with hour buckets, after the
 collector's rollup job (``insight.rollups``) has caught up: whole hours from
 the hourly rollups, the ragged edges of each window from raw rows.
 
-    .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m          # build (≈20 min) and time
+    .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m          # build (8–13 min here) and time
     .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m --runs 7  # time again, same store
     .venv/bin/python benchmarks/reads.py --store /tmp/promptprism-1m --only "GET /api/traces" --statements
 
