@@ -348,6 +348,24 @@ def contents_table(
     return table, keys
 
 
+def in_todays_layout(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """A spool file's tables as this version lays them out (``with_stored_content_keys``,
+    ``with_tool_columns``), so that they group with batches written now (``merge_tables``)."""
+    return with_tool_columns(with_stored_content_keys(tables))
+
+
+def with_tool_columns(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """A `requests` table written before migration 046 gets the tool arrays, empty (its tools are
+    rows of `tools` in the same file, which the read side finds for a row without any)."""
+    requests = tables.get("requests")
+    if requests is None or "tool_names" in requests.column_names:
+        return tables
+    offsets = [0] * (requests.num_rows + 1)
+    for column in REQUEST_TOOL_COLUMNS:
+        requests = requests.append_column(column.name, list_array(offsets, pa.array([], _TOOL_ARROW_TYPES[column.name])))
+    return {**tables, "requests": requests}
+
+
 def with_stored_content_keys(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """``tables`` as this version lays them out: a spool file written before
     migration 040 holds content keys as hex digests (``contents.sha256``, the

@@ -50,7 +50,7 @@ from typing import Mapping
 import pyarrow as pa
 
 from ._arrow_ipc import table_from_bytes, table_to_bytes
-from .rows import TableSet, with_stored_content_keys
+from .rows import TableSet, in_todays_layout
 
 MAGIC = b"PPSPOOL1\n"
 SUFFIX = ".spool"
@@ -178,7 +178,7 @@ def decode(data: bytes) -> SpooledGroup:
             token=header["token"],
             batch_tokens=list(header["batch_tokens"]),
             tables=TableSet(
-                tables=with_stored_content_keys(tables),  # a file of a collector before migration 040
+                tables=in_todays_layout(tables),  # a file of a collector before migration 040 or 046
                 content_keys=[(int(day), str(sha)) for day, sha in header["content_keys"]],
                 spans=int(header["spans"]),
                 requests=int(header["requests"]),

@@ -109,3 +109,27 @@ def test_tools_from_log_records_show_for_a_row_without_any_and_never_over_a_rows
     assert shown[bare.request_id] == [(t.index, t.name, t.size, t.sha256, None, False) for t in from_logs]
     assert shown[with_own.request_id] == sent_tools(with_own)
     assert shown_tools(lookups.request(store, bare.request_id)) == shown[bare.request_id]
+
+
+def test_a_spool_file_written_before_the_migration_groups_with_todays_batches(store):
+    """A collector upgraded with exports in its spool: the old file's `requests` has no tool arrays and
+    its tools are rows of `tools`; it loads in today's layout, groups with a batch written now, and
+    every request shows its tools."""
+    from promptprism.collector.write import spool
+    from promptprism.collector.write.rows import merge_tables
+
+    from .older_schema import tools_in_their_table
+
+    records = data.scenario()
+    old = tools_in_their_table(build_tables([], records[:3]))
+    old_requests = old.tables["requests"]
+    old.tables["requests"] = old_requests.drop_columns([name for name in old_requests.column_names
+                                                        if name.startswith("tool_")])
+    loaded = spool.decode(spool.encode(spool.SpooledGroup(token="t", batch_tokens=["b"], tables=old))).tables
+    assert loaded.tables["requests"].column("tool_names").to_pylist() == [[], [], []]
+    assert loaded.tables["tools"].num_rows == 6
+    group = merge_tables([loaded, build_tables([], records[3:])])
+    for name, table in group.non_empty():
+        store.insert(name, table)
+    for record in records:
+        assert shown_tools(lookups.request(store, record.request_id)) == sent_tools(record)
