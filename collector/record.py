@@ -25,7 +25,8 @@ its migration adds the columns ``content_columns`` names to `request_content`
 (a test compares them), and the write and read paths handle it from the
 declaration.
 
-``Block`` and ``ToolDefinition`` are the rows of ``blocks`` and ``tools``;
+``Block`` is a row of ``blocks``; a ``ToolDefinition`` is an element of its request row's tool
+arrays (``REQUEST_TOOL_COLUMNS``, migration 046), or a row of ``tools`` when it came in a log record;
 ``GenAIEvent`` is the stored form of a GenAI content log event.
 """
 
