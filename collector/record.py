@@ -305,6 +305,11 @@ REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = (
     Column("thread", "String"), Column("started_at", "DateTime64(9, 'UTC')"), Column("request_id", "String"),
     *(part for column in CONTENT_COLUMNS for part in content_columns(column)),
 )
+# What `request_content` stores of those (migration 047): the item columns
+# are EPHEMERAL — an INSERT names them, the store packs them into this one
+# JSON column (its DEFAULT) and keeps nothing else of them; the read side
+# reads it alone (read.queries.references), one column instead of twenty.
+REQUEST_CONTENT_STORE_FILLED_COLUMNS = (Column("content_refs", "String"),)
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
 REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)

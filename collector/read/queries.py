@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from ..record import CONTENT_COLUMNS, CONTENT_KEY_BYTES, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, Column, content_columns
+from ..record import CONTENT_KEY_BYTES, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, Column
 from ..store.base import Store
 from .lineage import COLUMNS as LINEAGE_COLUMNS
 from .times import MAX_MOMENT_NS
@@ -207,22 +207,25 @@ SELECT * FROM (
 
 # The content item keys of some requests (read.content joins the texts back),
 # by request_content's sorting key: thread (conversation id, else trace id) and start.
-# A key is stored as the text's sha256's first 16 bytes, raw (migration 040),
-# and read as their 32 hex characters (a row spooled by an older collector may
-# hold the 64-character digest: its first 32).
-_KEY_AS_HEX = "arrayMap(k -> if(length(k) = 16, lower(hex(k)), lower(substring(k, 1, 32))), {name}) AS {name}"
-_CONTENT_REFERENCE_COLUMNS = ", ".join(
-    _KEY_AS_HEX.format(name=part.name) if part.name.endswith("_keys") else part.name
-    for column in CONTENT_COLUMNS for part in content_columns(column))
-CONTENT_REFERENCES = f"""
-SELECT request_id, toString(toDate(started_at)) AS content_day, {_CONTENT_REFERENCE_COLUMNS}
-FROM {{db:Identifier}}.request_content
-WHERE thread IN JSONExtract({{threads:String}}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
-  AND request_id IN JSONExtract({{request_ids:String}}, 'Array(String)')
+# A row's references are one JSON object, `content_refs` (migration 047: one
+# column read instead of twenty), each key as the 32 hex characters of the
+# digest's first 16 bytes; ``references`` unpacks it.
+CONTENT_REFERENCES = """
+SELECT request_id, toString(toDate(started_at)) AS content_day, content_refs
+FROM {db:Identifier}.request_content
+WHERE thread IN JSONExtract({threads:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
 LIMIT 1 BY request_id
 """
+
+
+def references(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A CONTENT_REFERENCES row as ``read.content`` takes it: request_id, content_day and each
+    content field's columns (``record.content_columns``) from its ``content_refs``."""
+    return {**json.loads(row["content_refs"]), "request_id": row["request_id"], "content_day": row["content_day"]}
+
 
 # Content is stored once per (day, key of the text); a request on day D
 # finds its text in partition D (see the schema), so both halves of the key
@@ -426,7 +429,7 @@ def request_parts(store: Store, rows: Iterable[dict[str, Any]], conversation_ids
                    key=lambda tool: (tool["request_id"], int(tool["index"])))
     # UNION ALL keeps no order: the members newest first, as CONVERSATION_MEMBERS gives them
     members = sorted(found["member"], key=lambda row: (int(row["started_at_ns"]), row["request_id"]), reverse=True)
-    return RequestParts(blocks, tools, {row["request_id"]: row for row in found["content"]}, members)
+    return RequestParts(blocks, tools, {row["request_id"]: references(row) for row in found["content"]}, members)
 
 
 # One request's message history as events: an agent loop of a few thousand
@@ -563,7 +566,7 @@ def content_references(store: Store, rows: Iterable[dict[str, Any]]) -> dict[str
                  threads=json.dumps(sorted({row["conversation_id"] or row["trace_id"] for row in rows})),
                  request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
                  since_ns=min(starts), until_ns=max(starts))
-    return {row["request_id"]: row for row in found}
+    return {row["request_id"]: references(row) for row in found}
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -51,8 +51,9 @@ def store_before_040(schema_before):
 def test_the_migration_keeps_every_block_and_content_field_readable(store_before_040):
     store, records = store_before_040
     assert _key_lengths(store) == {DIGEST_HEX}
-    assert "040_binary_content_keys.sql" in migrate(store)
+    assert "040_binary_content_keys.sql" in migrate(store, up_to=46)
     assert _key_lengths(store) == {16}
+    migrate(store)  # on to today's schema, where the key lists are packed (047)
     for record in records:
         assert served(store, record) == expected(record)
         assert _served_blocks(store, record) == _sent_blocks(record)

@@ -16,6 +16,7 @@ from promptprism.collector.record import (
     RECORD_COLUMNS,
     REQUEST_COLUMNS,
     REQUEST_CONTENT_COLUMNS,
+    REQUEST_CONTENT_STORE_FILLED_COLUMNS,
     REQUEST_STORE_FILLED_COLUMNS,
     REQUEST_TOOL_COLUMNS,
 )
@@ -24,7 +25,7 @@ DECLARED = {
     "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS + REQUEST_TOOL_COLUMNS,
     "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
     # a content field's items (record.content_columns): a new content field needs its four columns here
-    "request_content": REQUEST_CONTENT_COLUMNS,
+    "request_content": REQUEST_CONTENT_COLUMNS + REQUEST_CONTENT_STORE_FILLED_COLUMNS,
 }
 
 
@@ -45,6 +46,16 @@ def mismatches(declared_types: dict[str, str], described: list[dict]) -> list[st
 def test_declared_columns_are_the_stored_columns(store, table):
     described = store.query("DESCRIBE TABLE {db:Identifier}.{table:Identifier}", {"db": store.database, "table": table})
     assert mismatches(declared(table), described) == []
+
+
+def test_request_content_stores_its_items_packed(store):
+    """Migration 047: the item columns are written, not stored — only ``content_refs`` holds them."""
+    described = {row["name"]: row["default_type"] for row in store.query(
+        "DESCRIBE TABLE {db:Identifier}.request_content", {"db": store.database})}
+    items = [column.name for column in REQUEST_CONTENT_COLUMNS if column.name not in ("thread", "started_at", "request_id")]
+    assert len(items) == 20
+    assert {name: described[name] for name in items} == {name: "EPHEMERAL" for name in items}
+    assert described["content_refs"] == "DEFAULT"
 
 
 def test_the_check_names_each_kind_of_drift():
