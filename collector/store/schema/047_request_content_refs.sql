@@ -26,8 +26,9 @@
 -- statement adds to the table being replaced as a DEFAULT computed when read
 -- (no part is rewritten): a run interrupted after the exchange reads the
 -- stored column of the new table instead and can run again. It copies the
--- whole table once: allow for the time and twice the disk of
--- `request_content` while it runs.
+-- whole table twice (the copy, then the catch-up, whose rows collapse with
+-- the copy's when parts merge): allow for the time and three times the disk
+-- of `request_content` (~6 % of the store) until then.
 ALTER TABLE ${db}.request_content ADD COLUMN IF NOT EXISTS content_refs String DEFAULT toJSONString(CAST(tuple(
         system_instructions_form,
         system_instructions_names,
