@@ -3,8 +3,11 @@
 A layer's colour depends on its name only, never on which layers a page or
 a filter happens to show, so ``memory`` is the same orange on every page, at
 every filter and in every run. The layers the block model names have fixed
-hues; any other name gets a hue derived from its sha256. The template's own
-prose (layer ``template``) is grey, so injected values stand out. Pure,
+hues, and so has the part the overview and the dashboard show for prompts
+sent without a block map (``(unmapped)``); any other name gets a hue derived
+from its sha256, among the hues at least ``DERIVED_HUE_DISTANCE`` degrees
+from every fixed one, so it never passes for a named layer. The template's
+own prose (layer ``template``) is grey, so injected values stand out. Pure,
 standard library only.
 """
 
@@ -23,6 +26,11 @@ LAYER_HUES = {
     "tools": 95,
 }
 TEMPLATE_LAYER = "template"
+# The whole prompt of a request sent without a block map, as one part (insight.growth_queries).
+UNMAPPED_LAYER = "(unmapped)"
+FIXED_HUES = {**LAYER_HUES, UNMAPPED_LAYER: 0}
+# How far a derived hue stays from every fixed one (degrees on the colour wheel).
+DERIVED_HUE_DISTANCE = 12
 # The swatch colour (bars, lines, Grafana series): saturation and lightness in %.
 SATURATION = 62
 GREY_SATURATION = 8
@@ -30,10 +38,19 @@ GREY_HUE = 220
 LIGHTNESS = 55
 
 
+def _distance(a: int, b: int) -> int:
+    return min((a - b) % 360, (b - a) % 360)
+
+
+# The hues a derived one may take.
+DERIVED_HUES = tuple(hue for hue in range(360)
+                     if all(_distance(hue, fixed) >= DERIVED_HUE_DISTANCE for fixed in FIXED_HUES.values()))
+
+
 def layer_hue(layer: str) -> int:
-    if layer in LAYER_HUES:
-        return LAYER_HUES[layer]
-    return int(hashlib.sha256(layer.encode("utf-8")).hexdigest()[:4], 16) % 360
+    if layer in FIXED_HUES:
+        return FIXED_HUES[layer]
+    return DERIVED_HUES[int(hashlib.sha256(layer.encode("utf-8")).hexdigest()[:4], 16) % len(DERIVED_HUES)]
 
 
 def is_grey(layer: str) -> bool:
@@ -54,4 +71,4 @@ def layer_color(layer: str) -> str:
     return "#" + "".join(f"{round(channel * 255):02x}" for channel in (red, green, blue))
 
 
-__all__ = ["LAYER_HUES", "TEMPLATE_LAYER", "layer_color", "layer_hue", "layer_style"]
+__all__ = ["FIXED_HUES", "LAYER_HUES", "TEMPLATE_LAYER", "UNMAPPED_LAYER", "layer_color", "layer_hue", "layer_style"]

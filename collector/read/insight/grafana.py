@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..palette import LAYER_HUES, TEMPLATE_LAYER, layer_color
+from ..palette import FIXED_HUES, TEMPLATE_LAYER, layer_color
 from .named_query import grafana_selection
 from .queries import (CACHE_BREAKS_BY_BLOCK, CACHE_MISORDERED, CACHE_SERIES, GENAI_OPERATION_DURATION,
                       GENAI_TOKEN_USAGE, GRAFANA, GROWTH_ATTRIBUTION, GROWTH_SERIES, GROWTH_TOTAL, HEADROOM_REQUESTS,
@@ -97,7 +97,7 @@ def layer_color_overrides() -> list[dict[str, Any]]:
     return [
         {"matcher": {"id": "byRegexp", "options": f"^(.* )?{re.escape(layer)}$"},
          "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": layer_color(layer)}}]}
-        for layer in (*LAYER_HUES, TEMPLATE_LAYER)
+        for layer in (*FIXED_HUES, TEMPLATE_LAYER)
     ]
 
 
