@@ -6,7 +6,8 @@ every filter and in every run. The layers the block model names have fixed
 hues, and so has the part the overview and the dashboard show for prompts
 sent without a block map (``(unmapped)``); any other name gets a hue derived
 from its sha256, among the hues at least ``DERIVED_HUE_DISTANCE`` degrees
-from every fixed one, so it never passes for a named layer. The template's
+from every fixed one and outside the greens (``GREENS``), so it never passes
+for a named layer. The template's
 own prose (layer ``template``) is grey, so injected values stand out. Pure,
 standard library only.
 """
@@ -30,7 +31,7 @@ TEMPLATE_LAYER = "template"
 UNMAPPED_LAYER = "(unmapped)"
 FIXED_HUES = {**LAYER_HUES, UNMAPPED_LAYER: 0}
 # How far a derived hue stays from every fixed one (degrees on the colour wheel).
-DERIVED_HUE_DISTANCE = 12
+DERIVED_HUE_DISTANCE = 20
 # The swatch colour (bars, lines, Grafana series): saturation and lightness in %.
 SATURATION = 62
 GREY_SATURATION = 8
@@ -42,9 +43,12 @@ def _distance(a: int, b: int) -> int:
     return min((a - b) % 360, (b - a) % 360)
 
 
+# Greens: at this saturation and lightness the eye tells hues apart here far
+# less than elsewhere (a derived 118 passed for "skills", 150), so none is derived there.
+GREENS = range(96, 176)
 # The hues a derived one may take.
-DERIVED_HUES = tuple(hue for hue in range(360)
-                     if all(_distance(hue, fixed) >= DERIVED_HUE_DISTANCE for fixed in FIXED_HUES.values()))
+DERIVED_HUES = tuple(hue for hue in range(360) if hue not in GREENS
+                     and all(_distance(hue, fixed) >= DERIVED_HUE_DISTANCE for fixed in FIXED_HUES.values()))
 
 
 def layer_hue(layer: str) -> int:
