@@ -7,9 +7,8 @@ hues, and so has the part the overview and the dashboard show for prompts
 sent without a block map (``(unmapped)``); any other name gets a hue derived
 from its sha256, among the hues at least ``DERIVED_HUE_DISTANCE`` degrees
 from every fixed one and outside the greens (``GREENS``), so it never passes
-for a named layer. The template's
-own prose (layer ``template``) is grey, so injected values stand out. Pure,
-standard library only.
+for a named layer. The template's own prose (layer ``template``) is grey,
+so injected values stand out. Pure, standard library only.
 """
 
 from __future__ import annotations
