@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from support import (HAS_PROC, command_line, copy_schema, environment_of, free_port, parent_of, process_ids,
-                     schema_statements, wait_for_exit)
+from support import (HAS_PROC, Schema, command_line, copy_schema, environment_of, free_port, parent_of,
+                     process_ids, read_schema, wait_for_exit)
 
 # Every process this run starts inherits this variable (test helpers that
 # clear OTEL_* / PROMPTPRISM_* keep it), so the check below finds them even
@@ -62,12 +62,16 @@ def chdb_root(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def migrated_template(chdb_root):
-    """Every migration applied once, to a database the ``store`` fixture copies (name, CREATE statements)."""
+    """Every migration applied once, to a database dropped as soon as the ``store`` fixture's copies
+    have its ``Schema`` (support.py: on ClickHouse 24.8 a standing database slows every statement)."""
     from promptprism.collector.store.migrations import migrate
 
     database = f"template_{uuid.uuid4().hex[:12]}"
-    migrate(chdb_root.with_database(database))
-    return database, schema_statements(chdb_root, database)
+    try:
+        migrate(chdb_root.with_database(database))
+        return read_schema(chdb_root, database)
+    finally:
+        chdb_root.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 @pytest.fixture
@@ -96,11 +100,10 @@ def migrated_database(chdb_root, migrated_template):
     return contextlib.contextmanager(functools.partial(_migrated_copy, chdb_root, migrated_template))
 
 
-def _migrated_copy(chdb_root, migrated_template, prefix: str = "test"):
-    template, statements = migrated_template
+def _migrated_copy(chdb_root, schema, prefix: str = "test"):
     fresh = chdb_root.with_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
     try:
-        copy_schema(fresh, template, statements)
+        copy_schema(fresh, schema)
         yield fresh
     finally:
         chdb_root.execute(f"DROP DATABASE IF EXISTS {fresh.database} SYNC")
@@ -111,8 +114,8 @@ def schema_before(chdb_root):
     """``with schema_before(version) as store:`` a database of its own at the schema just before
     migration ``version`` (dropped afterwards), for a test of that migration over older rows.
 
-    Once per run, one database is migrated a migration at a time and its CREATE statements are
-    kept after each; each such database is a copy of them, as ``store`` is of the whole schema,
+    Once per run, the migrations are applied one at a time and the schema after each is kept
+    (``_SchemaHistory``); each such database is a copy of it, as ``store`` is of the whole schema,
     instead of the migrations before ``version`` run again (on ClickHouse 24.8, ~120 statements
     of ~0.1 s each per test). A test of the migration then migrates the copy forward for real.
     """
@@ -120,10 +123,10 @@ def schema_before(chdb_root):
 
     @contextlib.contextmanager
     def before(version: int):
-        last, statements = history.before(version)
+        schema = history.before(version)
         fresh = chdb_root.with_database(f"test_{uuid.uuid4().hex[:12]}")
         try:
-            copy_schema(fresh, history.database, statements, up_to=last)
+            copy_schema(fresh, schema)
             yield fresh
         finally:
             chdb_root.execute(f"DROP DATABASE IF EXISTS {fresh.database} SYNC")
@@ -132,28 +135,35 @@ def schema_before(chdb_root):
 
 
 class _SchemaHistory:
-    """One database brought forward a migration at a time, on demand; the CREATE statements after each."""
+    """The schema after each migration, found on demand: one database brought forward a migration at
+    a time, dropped in between (support.py ``Schema``) and copied back from where it got to when a
+    later migration is asked for."""
 
     def __init__(self, chdb_root):
-        from promptprism.collector.store.migrations import applied_versions, load_migrations
+        from promptprism.collector.store.migrations import load_migrations
 
         self.root = chdb_root
         self.database = f"history_{uuid.uuid4().hex[:12]}"
-        self.store = chdb_root.with_database(self.database)
-        self.pending = load_migrations(database=self.database, retention_days=self.store.retention_days)
-        assert applied_versions(self.store) == set()  # (creates the migration records' table)
-        self.statements: dict[int, list[str]] = {}
+        self.pending = load_migrations(database=self.database, retention_days=chdb_root.retention_days)
+        self.schemas: dict[int, Schema] = {}
 
-    def before(self, version: int) -> tuple[int, list[str]]:
-        """(the last migration before ``version``, the schema's CREATE statements after it)."""
-        from promptprism.collector.store.migrations import apply_migrations
+    def before(self, version: int) -> Schema:
+        """The schema after the last migration before ``version``."""
+        from promptprism.collector.store.migrations import applied_versions, apply_migrations
 
-        while self.pending and self.pending[0].version < version:
-            migration = self.pending.pop(0)
-            apply_migrations(self.store, [migration], set())  # the loop `migrate` runs them with
-            self.statements[migration.version] = schema_statements(self.root, self.database)
-        last = max(known for known in self.statements if known < version)
-        return last, self.statements[last]
+        if self.pending and self.pending[0].version < version:
+            store = self.root.with_database(self.database)
+            try:
+                if self.schemas:
+                    copy_schema(store, self.schemas[max(self.schemas)])
+                assert applied_versions(store) == {known for known in self.schemas}  # (creates the records' table)
+                while self.pending and self.pending[0].version < version:
+                    migration = self.pending.pop(0)
+                    apply_migrations(store, [migration], set())  # the loop `migrate` runs them with
+                    self.schemas[migration.version] = read_schema(self.root, self.database)
+            finally:
+                self.root.execute(f"DROP DATABASE IF EXISTS {self.database} SYNC")
+        return self.schemas[max(known for known in self.schemas if known < version)]
 
 
 def processes_of_this_run() -> list[int]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # The repository root, wherever a test module sits below tests/.
@@ -98,6 +99,20 @@ def python_without(blocked: tuple[str, ...], code: str, *arguments: str, stdin: 
 # --- copies of a migrated schema ----------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Schema:
+    """A migrated schema kept as text, for copies: ``database``'s CREATE statements and migration records.
+
+    Kept apart from any database so that the one it was read from can be dropped at once: chdb 2.1.1
+    (ClickHouse 24.8, `make test`'s second pass) loads every table of its data directory for each
+    statement, ~3 ms of CPU per table, so a migrated database left standing (~30 tables) doubled
+    the cost of every statement after it."""
+
+    database: str  # the database the statements name
+    statements: tuple[str, ...]
+    migrations: tuple[tuple[int, str], ...]  # (version, name) of each applied migration
+
+
 def schema_statements(store, database: str) -> list[str]:
     """The CREATE statements of ``database``'s tables, materialized views and views (any store),
     in an order that creates them again: tables, the views that write into them, the views that read them."""
@@ -108,14 +123,24 @@ def schema_statements(store, database: str) -> list[str]:
     return [row["create_table_query"] for row in sorted(rows, key=lambda row: order.get(row["engine"], 0))]
 
 
-def copy_schema(store, source: str, statements: list[str], *, up_to: int | None = None) -> None:
-    """Create ``statements`` (``schema_statements`` of ``source``) again in ``store``'s database, with
-    ``source``'s migration records (those up to version ``up_to``): the schema ``migrate`` leaves,
-    in ~30 statements instead of the ~145 of the migrations. The database exists already."""
-    for statement in statements:
-        store.execute(statement.replace(f"{source}.", f"{store.database}."))
-    records = f"INSERT INTO {store.database}.schema_migrations SELECT * FROM {source}.schema_migrations"
-    store.execute(records if up_to is None else f"{records} WHERE version <= {int(up_to)}")
+def read_schema(store, database: str) -> Schema:
+    """``database``'s schema and migration records (any store), to copy once the database is gone."""
+    records = store.query(f"SELECT version, name FROM {database}.schema_migrations FINAL ORDER BY version")
+    return Schema(database, tuple(schema_statements(store, database)),
+                  tuple((int(row["version"]), row["name"]) for row in records))
+
+
+def copy_schema(store, schema: Schema) -> None:
+    """Create ``schema``'s tables and views again in ``store``'s database, with its migration records:
+    the schema ``migrate`` leaves, in ~30 statements instead of the ~145 of the migrations. The
+    database exists already."""
+    import pyarrow as pa
+
+    for statement in schema.statements:
+        store.execute(statement.replace(f"{schema.database}.", f"{store.database}."))
+    versions, names = zip(*schema.migrations)
+    store.insert("schema_migrations", pa.table({"version": pa.array(versions, pa.uint32()),
+                                                "name": pa.array(names, pa.string())}))
 
 
 # --- processes (Linux /proc) --------------------------------------------------------------

@@ -24,7 +24,7 @@ from promptprism.collector.write.rows import build_tables
 from promptprism.collector.write.sink import open_sink
 
 from chdb_http_fixture import ChdbHttpProcess  # tests/ is on sys.path (rootdir conftest)
-from support import REPOSITORY, copy_schema, schema_statements
+from support import REPOSITORY, copy_schema, read_schema
 
 from ..write_path_samples import make_batch, make_requests
 from .older_schema import write_as_of
@@ -65,23 +65,25 @@ def http_clickhouse(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server_template(http_clickhouse):
-    """Every migration applied once on the server store, to a database ``any_store`` copies (name, CREATE statements)."""
+    """Every migration applied once on the server store, to a database dropped once ``any_store``'s
+    copies have its ``Schema`` (as the embedded ``migrated_template``)."""
     database = f"template_{uuid.uuid4().hex[:12]}"
     store = ServerStore(http_clickhouse.url.rsplit("/", 1)[0] + f"/{database}", auto_migrate=True)
-    store.ensure_database()  # connects, creates the database and migrates
-    yield database, schema_statements(store, database)
-    store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
-    store.close()
+    try:
+        store.ensure_database()  # connects, creates the database and migrates
+        return read_schema(store, database)
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {database} SYNC")
+        store.close()
 
 
 @pytest.fixture(params=["embedded", "server"])
 def any_store(request, migrated_template):
     """A fresh, migrated database on either store: a copy of the schema the migrations made on
     that store (as the ``store`` fixture's); ``any_migrated_store`` runs the migrations themselves."""
-    template, statements = migrated_template if request.param == "embedded" else request.getfixturevalue(
-        "server_template")
+    schema = migrated_template if request.param == "embedded" else request.getfixturevalue("server_template")
     with _empty_database(request) as store:
-        copy_schema(store, template, statements)
+        copy_schema(store, schema)
         yield store
 
 
