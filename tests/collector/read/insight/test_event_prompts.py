@@ -31,6 +31,7 @@ from ...event_samples import BLOCK_FIELDS, SERVICE, api_prompt, genai_events, sp
 from ...log_samples import OPENAI_V2_EVENTS, OPENAI_V2_SPAN_INPUT, OPENAI_V2_SPAN_OUTPUT, SYSTEM_PROMPT, \
     logs_payload
 from ...write_path_samples import write_records
+from .snapshots import window_snapshot
 
 DETAILS = names.EVENT_INFERENCE_DETAILS
 UNICODE_PROMPT = "Réponds en français. 回答は簡潔に。 🍵"
@@ -187,8 +188,9 @@ def _conversation(store, *, service: str, through_events: bool, now_ns: int) -> 
 def _answers(store, service: str, window: Window) -> dict[str, list[dict]]:
     params = {"since": window.since, "until": window.until, "bucket_seconds": 3600, "dimension": "name",
               "limit": 100, **Filters(service=service).as_params()}
+    known = window_snapshot(store, window.since, window.until)
     return {name: [{key: value for key, value in row.items() if key not in IDENTITY_COLUMNS}
-                   for row in report.run(store, name, params)]
+                   for row in report.run(store, name, params, known=known)]
             for name in QUERIES}
 
 

@@ -22,6 +22,7 @@ from promptprism.collector.write.rows import build_tables
 from ...store.older_schema import write_as_of
 from ...write_path_samples import write_records
 from . import scenario
+from .snapshots import window_snapshot
 
 HOUR = 3600
 
@@ -39,6 +40,7 @@ def _answers(store, now_s: int) -> dict:
     if not store.legacy:
         windows += [(now_s - 7 * 86400, now_s), (now_s - 5 * 86400 + 1800, now_s - 2 * 86400)]
     for since, until in windows:
+        known = window_snapshot(store, since, until)
         for name, query in QUERIES.items():
             if name.startswith("genai_"):
                 continue
@@ -48,8 +50,9 @@ def _answers(store, now_s: int) -> dict:
                 for dimension in dimensions:
                     params = {"since": since, "until": until, "bucket_seconds": bucket, "dimension": dimension,
                               "service": "", "model": "", "process": "", "conversation": "", "limit": 500}
-                    answers[(name, since, until, bucket, dimension)] = report.run(store, name, params)
+                    answers[(name, since, until, bucket, dimension)] = report.run(store, name, params, known=known)
     return answers
+
 
 
 def _same(first, second) -> bool:
@@ -225,11 +228,13 @@ def test_a_window_whose_hours_are_all_rolled_up_reads_only_its_edges_raw(store, 
     def answers():
         found = {}
         for since, until in windows:
+            known = window_snapshot(store, since, until)
             for name in ("growth_series", "growth_attribution", "cache_series", "cache_breaks_by_block",
                          "cache_misordered"):
                 params = {"since": since, "until": until, "bucket_seconds": HOUR, "dimension": "name",
                           "service": "", "model": "", "process": "", "conversation": "", "limit": 500}
-                found[(name, since, until)] = report.run(store, name, {key: params[key] for key in QUERIES[name].params})
+                found[(name, since, until)] = report.run(store, name, {key: params[key] for key in QUERIES[name].params},
+                                                       known=known)
         return found
 
     raw = answers()
