@@ -26,10 +26,13 @@ $(STAMP): pyproject.toml setup.py $(COMPILED)
 
 # chdb 4.x installs its engine as chdb-core into the same chdb/ folder: remove
 # both before installing 2.1.1 (its own wheel, no dependencies), or the files mix.
+# The compiled modules are built in the source tree by the $(VENV) install only
+# (the same Python, so the same files): `make test` installs both venvs at once,
+# and two builds at once would write the same .c and .so files.
 $(STAMP_CH248): pyproject.toml setup.py $(COMPILED)
 	test -x $(BIN_CH248)/python || $(PYTHON) -m venv $(VENV_CH248)
 	$(BIN_CH248)/python -m pip install --quiet --upgrade pip
-	$(BIN_CH248)/python -m pip install --quiet -e '.[dev]'
+	PROMPTPRISM_BUILD_EXTENSIONS=0 $(BIN_CH248)/python -m pip install --quiet -e '.[dev]'
 	$(BIN_CH248)/python -m pip uninstall --quiet -y chdb chdb-core
 	$(BIN_CH248)/python -m pip install --quiet --no-deps chdb==2.1.1
 	$(BIN_CH248)/python -c "import chdb; assert chdb.engine_version.startswith('24.8.'), chdb.engine_version"
@@ -50,12 +53,15 @@ browser:
 run: $(STAMP)
 	$(BIN)/promptprism collector
 
-# The two passes run at the same time (each mostly uses one of the machine's
-# cores); the 24.8 pass's output is shown when both are done, and it takes its
-# test ports from its own range (tests/support.py). Either failing fails the target.
+# The two venvs and the browser are set up at the same time (a sub-make with
+# -j3, whatever -j `make test` was given). The two passes run at the same time
+# (each mostly uses one of the machine's cores); the 24.8 pass's output is shown
+# when both are done, and it takes its test ports from its own range
+# (tests/support.py). Either failing fails the target.
 CH248_LOG := .pytest-ch248.log
 CH248_PORTS ?= 20000-29999
-test: $(STAMP) $(STAMP_CH248) browser
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(STAMP_CH248) browser
 	@echo "ClickHouse 24.8 pass (.venv-ch248, $(CH248_PYTEST_ARGS)) running beside this one; its output follows this pass's"
 	@PROMPTPRISM_TEST_PORTS=$(CH248_PORTS) $(BIN_CH248)/python -m pytest -p no:cacheprovider \
 	    $(CH248_PYTEST_ARGS) $(PYTEST_ARGS) >$(CH248_LOG) 2>&1 & ch248=$$!; \
