@@ -14,8 +14,9 @@ on a shared machine hits all of them alike. Prints each round's spans/s and
 ratios, then the median ratio of collector ÷ noop over the rounds and its
 range (goal ≥ 0.35×), and checks that every export the collector
 acknowledged is in the store. ``--stages`` prints instead the
-single-threaded cost of each stage for one export (parse, decode,
-reassemble, rows, inserts). ``--cpu`` adds, after the rounds, the CPU time
+single-threaded cost of each stage for one export (the compiled walk when
+it is built — what a worker runs —, then the pure-Python parse and decode
+it falls back to, reassemble, rows, inserts). ``--cpu`` adds, after the rounds, the CPU time
 one export costs each process (this one — the servers and the sending
 client — and each ingest worker), for the parse-only servicer and for the
 collector: a figure the machine's load disturbs less than throughput.
@@ -172,7 +173,7 @@ def decode_handler(payload: bytes, context) -> ExportTraceServiceResponse:
 def stages(payload: bytes, repeats: int = 3) -> None:
     """Milliseconds per stage for one export, best of ``repeats``, one thread."""
     from promptprism.collector.write import rows
-    from promptprism.collector.otlp.traces import decode_request, parse_protobuf
+    from promptprism.collector.otlp.traces import compiled_walk, decode_request, parse_protobuf
     from promptprism.collector.store import open_store
 
     def best(function) -> float:
@@ -187,9 +188,13 @@ def stages(payload: bytes, repeats: int = 3) -> None:
     decoded = decode_request(request)
     records, _ = reassemble(decoded.spans)
     tables = rows.build_tables(decoded.spans, records)
-    timings = {"parse": best(lambda: parse_protobuf(payload)), "decode": best(lambda: decode_request(request)),
-               "reassemble": best(lambda: reassemble(decoded.spans)),
-               "rows": best(lambda: rows.build_tables(decoded.spans, records))}
+    timings = {}
+    if compiled_walk is not None:  # what a worker runs: the payload's bytes to spans in one compiled pass
+        timings["walk (compiled: bytes to spans; parse + decode are the Python path it falls back to)"] = best(
+            lambda: decode_protobuf(payload))
+    timings.update({"parse": best(lambda: parse_protobuf(payload)), "decode": best(lambda: decode_request(request)),
+                    "reassemble": best(lambda: reassemble(decoded.spans)),
+                    "rows": best(lambda: rows.build_tables(decoded.spans, records))})
     with tempfile.TemporaryDirectory(prefix="promptprism-bench-stages-") as data_dir:
         store = open_store("embedded", data_dir=data_dir)
         tokens = iter(range(1_000_000))
