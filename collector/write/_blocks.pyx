@@ -16,7 +16,10 @@ import hashlib
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
-from cpython.unicode cimport PyUnicode_AsUTF8String
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
+    object PyMemoryView_FromMemory(char* memory, Py_ssize_t size, int flags)
+    int PyBUF_READ
 from libc.stdint cimport int64_t
 
 from ...wire import names as _names
@@ -199,16 +202,21 @@ cdef str _check_content(list blocks, dict attributes):
     update = whole.update
     cdef bint complete = True
     cdef object block, content, encoded
+    cdef const char* utf8
+    cdef Py_ssize_t length
     for block in blocks:
         content = block.content
         if content is None or block.redacted:
             complete = False
             continue
+        # The text's UTF-8 form as CPython keeps it beside the str (made once, then reused by
+        # pyarrow when the rows lay the text out), hashed where it lies: no bytes object.
         try:
-            encoded = PyUnicode_AsUTF8String(content)
+            utf8 = PyUnicode_AsUTF8AndSize(content, &length)
         except UnicodeEncodeError:  # lone surrogate: half a character
             return UTF8_BOUNDARY
-        if len(encoded) != block.size or sha256(encoded).hexdigest() != block.sha256:
+        encoded = PyMemoryView_FromMemory(<char*>utf8, length, PyBUF_READ)
+        if length != block.size or sha256(encoded).hexdigest() != block.sha256:
             if (<str>content).startswith(REPLACEMENT_CHARACTER) or (<str>content).endswith(REPLACEMENT_CHARACTER):
                 return UTF8_BOUNDARY
             return HASH_MISMATCH

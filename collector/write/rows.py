@@ -311,6 +311,14 @@ def request_content_table(records: Iterable[RequestRecord],
     return pa.table(columns)
 
 
+def _utf8_size(item: Block | ToolDefinition) -> int:
+    """The UTF-8 size of ``item``'s text. A block's text stored under its own sha256
+    was checked to be ``size`` bytes long (reassemble), so it is not encoded again."""
+    if type(item) is Block and not item.redacted:
+        return item.size
+    return len(item.content.encode("utf-8"))
+
+
 def contents_table(
     records: Iterable[RequestRecord], already_stored: Collection[ContentKey] = (),
     items: dict[str, dict[str, ContentItems]] | None = None,
@@ -331,7 +339,7 @@ def contents_table(
             key = (day, key_hash)
             if key in seen or key in already_stored:
                 continue
-            seen[key] = (len(item.content.encode("utf-8")), item.content)
+            seen[key] = (_utf8_size(item), item.content)
         for field_items in (items or {}).get(record.request_id, {}).values():
             for text, key_hash in zip(field_items.texts, field_items.keys):
                 key = (day, key_hash)
