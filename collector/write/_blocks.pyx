@@ -17,6 +17,9 @@ import hashlib
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    bint PyUnicode_IS_COMPACT_ASCII(object text)
+    void* PyUnicode_DATA(object text)
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
     object PyMemoryView_FromMemory(char* memory, Py_ssize_t size, int flags)
     int PyBUF_READ
@@ -67,13 +70,16 @@ cdef inline int64_t small(object value) except? -1:
 
 
 cdef inline bint lowercase_hex(str text):
-    # `len(text) == 64 and not text.strip("0123456789abcdef")`, as reassemble checks it.
+    # `len(text) == 64 and not text.strip("0123456789abcdef")`, as reassemble checks it. Only an
+    # ASCII string can be that; its characters are read as the bytes CPython keeps them in.
     cdef Py_ssize_t i
-    cdef Py_UCS4 char
-    if len(text) != SHA256_HEX_LENGTH:
+    cdef const unsigned char* data
+    cdef unsigned char char
+    if PyUnicode_GET_LENGTH(text) != SHA256_HEX_LENGTH or not PyUnicode_IS_COMPACT_ASCII(text):
         return False
+    data = <const unsigned char*>PyUnicode_DATA(text)
     for i in range(SHA256_HEX_LENGTH):
-        char = text[i]
+        char = data[i]
         if not ((c'0' <= char <= c'9') or (c'a' <= char <= c'f')):
             return False
     return True

@@ -93,7 +93,8 @@ def block_maps(draw):
             digest = event.attributes.get(names.BLOCK_SHA256)
             if isinstance(digest, str):
                 event.attributes[names.BLOCK_SHA256] = draw(st.sampled_from([digest.upper(), digest[:-1], digest + "0",
-                                                                            digest[:-1] + "g", digest[:-1] + "K"]))
+                                                                            digest[:-1] + "g", digest[:-1] + "K",
+                                                                            digest[:-1] + "\u00e9", digest[:-1] + "\U0001d7d9"]))
         elif how == 6:
             attributes[names.PROMPT_BYTES] = draw(ODD_VALUES | st.integers(-2, position + 2))
         elif how == 7:
