@@ -115,6 +115,45 @@ cdef inline str text(const unsigned char* data, Field* field):
     return PyUnicode_DecodeUTF8(<const char*>(data + field.start), field.stop - field.start, NULL)
 
 
+cdef extern from *:
+    """
+    /* A long non-ASCII str decoded from UTF-8 keeps those bytes as its UTF-8 form, exactly as
+       PyUnicode_AsUTF8AndSize would cache them on first use (same fields, same allocator,
+       freed by the str's dealloc). CPython 3.11-3.13 lay a compact str out this way; on others
+       nothing is filled and the form is made again when asked for. */
+    static void promptprism_keep_utf8(PyObject* text, const char* data, Py_ssize_t size) {
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+        PyCompactUnicodeObject* compact = (PyCompactUnicodeObject*)text;
+        char* copy;
+        if (!PyUnicode_IS_COMPACT(text) || PyUnicode_IS_ASCII(text) || compact->utf8 != NULL)
+            return;
+        copy = (char*)PyObject_Malloc(size + 1);
+        if (copy == NULL)
+            return;  /* only a cache: made later if memory allows */
+        memcpy(copy, data, size);
+        copy[size] = 0;
+        compact->utf8 = copy;
+        compact->utf8_length = size;
+    #endif
+    }
+    """
+    void promptprism_keep_utf8(object text, const char* data, Py_ssize_t size)
+
+# Values at least this long keep the UTF-8 bytes they were decoded from (block content, messages):
+# they are hashed and laid out as UTF-8 again downstream. Shorter ones are not worth the copy.
+cdef Py_ssize_t KEEP_UTF8_BYTES = 256
+
+
+cdef inline str value_text(const unsigned char* data, Field* field):
+    # ``text``, for an attribute's string value: a long one keeps its UTF-8 form (~5 % of a worker's
+    # conversion was encoding captured text back to UTF-8 for hashing and for Arrow).
+    cdef Py_ssize_t size = field.stop - field.start
+    cdef str result = PyUnicode_DecodeUTF8(<const char*>(data + field.start), size, NULL)
+    if size >= KEEP_UTF8_BYTES:
+        promptprism_keep_utf8(result, <const char*>(data + field.start), size)
+    return result
+
+
 cdef inline bytes raw(const unsigned char* data, Field* field):
     return (<const char*>(data + field.start))[:field.stop - field.start]
 
@@ -158,7 +197,7 @@ cdef object any_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t
         next_field(data, &position, end, &field)
         if field.number == 1:
             expect(&field, LENGTH_DELIMITED)
-            result = text(data, &field)
+            result = value_text(data, &field)
         elif field.number == 3:
             expect(&field, VARINT)
             result = <int64_t>field.value

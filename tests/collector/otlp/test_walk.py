@@ -223,3 +223,39 @@ def test_the_package_works_without_the_extension(tmp_path):
 def test_a_payload_read_where_it_lies_decodes_as_its_bytes(payload):
     """Workers decode a traces payload from a view of their shared-memory slot, not a copy."""
     assert outcome(traces.decode_protobuf, memoryview(payload)) == outcome(traces.decode_protobuf, payload)
+
+
+@needs_the_extension
+@pytest.mark.skipif(not (3, 11) <= sys.version_info[:2] <= (3, 13), reason="the UTF-8 form is kept on CPython 3.11-3.13")
+def test_a_long_non_ascii_value_keeps_the_utf8_bytes_it_was_decoded_from():
+    """A captured text is hashed and laid out as UTF-8 again downstream: the walk hands it over
+    with its UTF-8 form already made (as CPython caches it), from the payload's own bytes."""
+    import hashlib
+
+    import pyarrow as pa
+
+    long_text = "Émile aime le thé — 🍵. " * 20  # non-ASCII, well over the 256-byte threshold
+    short_text = "thé"
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="chat", start_time_unix_nano=1,
+                end_time_unix_nano=2, attributes=[KeyValue(key="long", value=AnyValue(string_value=long_text)),
+                                                  KeyValue(key="short", value=AnyValue(string_value=short_text)),
+                                                  KeyValue(key="ascii", value=AnyValue(string_value="a" * 300))])
+    payload = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
+    decoded = traces.compiled_walk(payload.SerializeToString())
+    assert decoded is not None
+    attributes = decoded[0].attributes
+    kept, short, ascii_text = attributes["long"], attributes["short"], attributes["ascii"]
+    assert (kept, short, ascii_text) == (long_text, short_text, "a" * 300)
+
+    def fresh(text: str) -> str:  # an equal str that never had its UTF-8 form made
+        return "".join(list(text))
+
+    encoded = long_text.encode("utf-8")
+    # str.__sizeof__ counts a kept UTF-8 form; a short value and an ASCII one keep none.
+    assert sys.getsizeof(kept) == sys.getsizeof(fresh(long_text)) + len(encoded) + 1
+    assert sys.getsizeof(short) == sys.getsizeof(fresh(short_text))
+    assert sys.getsizeof(ascii_text) == sys.getsizeof(fresh("a" * 300))
+    # …and it is that text's UTF-8, wherever it is read from.
+    assert kept.encode("utf-8") == encoded
+    assert pa.array([kept], pa.string()).buffers()[2].to_pybytes() == encoded
+    assert hashlib.sha256(kept.encode()).hexdigest() == hashlib.sha256(encoded).hexdigest()
