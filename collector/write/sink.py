@@ -15,9 +15,8 @@ eight exports in one INSERT cost 41 ms instead of 8 × 32), so inserts are group
   acknowledging there), and the replay thread inserts whatever the spool
   holds as one group (group commit), after waiting up to
   ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill — only while other exports
-  are being converted or one ended moments ago (``SPOOL_GROUP_GAP_SECONDS``:
-  the next of a stream is on its way): with none nothing else is coming, and
-  it inserts at once. Rows acknowledged this way reach the store that much
+  are being converted: with none under way nothing else is coming, and it
+  inserts at once. Rows acknowledged this way reach the store that much
   later. The replay takes the tables of files this process wrote from
   memory (``spool.MAX_KEPT_BYTES``), not from disk.
 
@@ -99,16 +98,6 @@ REPLAY_POLL_SECONDS = 1.0
 SPOOL_GROUP_LINGER_SECONDS = 1.0
 # …unless this much is waiting already: a group that size amortizes the INSERT well.
 SPOOL_GROUP_FULL_BYTES = MAX_GROUP_BYTES
-# …and after a conversion ends with no other under way, it still waits this long
-# for the next one to begin: an exporter answered from the spool sends its next
-# export at once, so under sustained load one arrives within this gap (the answer,
-# ~20 MB over loopback, the hand-over to a worker), and treating the gap as
-# "nothing coming" cut groups short — rounds of 8 exports made 3-5 groups, now
-# 1-2, and the collector ÷ parse-only median of six alternating
-# benchmarks/ingest.py runs (8 exports per round) went 0.245x -> 0.28x. A burst's
-# last group reaches the store this much later; a lone exporter (one export in
-# flight) never goes through the spool and never waits.
-SPOOL_GROUP_GAP_SECONDS = 0.15
 # A starting collector first replays what an earlier run left in the spool,
 # for at most this long, so that what it acknowledged is readable once it
 # answers /healthz; the rest follows in the background.
@@ -190,7 +179,6 @@ class Sink:
         self._recent_batches = _Recent(RECENT_BATCH_TOKENS)
         self._recent_contents = _Recent(RECENT_CONTENT_KEYS)
         self._converting = 0  # exports being converted now (``converting``): the replay lingers only for them
-        self._converted_at = 0.0  # when the last conversion ended (``SPOOL_GROUP_GAP_SECONDS``)
         self._store_down_until = 0.0
         self._retry_delay = STORE_RETRY_INITIAL_SECONDS
         self._counters: dict[str, float] = dict.fromkeys((
@@ -250,8 +238,7 @@ class Sink:
     @contextlib.contextmanager
     def converting(self):
         """Around an export's conversion: while one is under way, the replay waits (up to
-        ``SPOOL_GROUP_LINGER_SECONDS``) for it to share an insert, and for
-        ``SPOOL_GROUP_GAP_SECONDS`` after the last one ends; past that, nothing else is
+        ``SPOOL_GROUP_LINGER_SECONDS``) for it to share an insert; with none, nothing else is
         coming and what the spool holds is inserted at once."""
         with self._condition:
             self._converting += 1
@@ -261,21 +248,12 @@ class Sink:
             with self._condition:
                 self._converting -= 1
                 idle = not self._converting
-                self._converted_at = time.monotonic()
             if idle:
                 self._replay_wake.set()
 
     def _others_coming(self) -> bool:
-        """An export is being converted, or one ended less than ``SPOOL_GROUP_GAP_SECONDS`` ago."""
-        return self._gap_left() is not None
-
-    def _gap_left(self) -> float | None:
-        """None when nothing is coming; 0 while a conversion is under way; else the gap's seconds left."""
         with self._condition:
-            if self._converting:
-                return 0.0
-            left = self._converted_at + SPOOL_GROUP_GAP_SECONDS - time.monotonic()
-            return left if left > 0 else None
+            return self._converting > 0
 
     def _spool_accept(self, ticket: _Ticket) -> None:
         """Under load: make one batch durable in the spool, in the caller's thread (Backpressure when full)."""
@@ -608,11 +586,8 @@ class Sink:
             if self.spool.depth_files:
                 now = time.monotonic()
                 wait = SPOOL_GROUP_LINGER_SECONDS - self.spool.oldest_age_seconds()
-                gap = self._gap_left()
-                if gap is None:
+                if not self._others_coming():
                     wait = 0.0
-                elif gap > 0:  # look again when the gap closes: nothing may begin
-                    wait = min(wait, gap)
                 if now < self._store_down_until:
                     wait = self._store_down_until - now
                 wait = max(0.01, min(REPLAY_POLL_SECONDS, wait))

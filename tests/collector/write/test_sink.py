@@ -173,41 +173,6 @@ def test_with_no_export_being_converted_the_spool_is_inserted_without_lingering(
         sink.close()
 
 
-def test_an_export_spooled_just_after_a_conversion_ended_waits_for_the_next_of_the_stream(
-        store, tmp_path, monkeypatch):
-    """The gap between one conversion's end and the next one's start (its exporter was answered
-    and sends again) is not "nothing coming": a batch spooled in it waits, and the next shares its insert."""
-    from promptprism.collector.write import sink as sink_module
-
-    monkeypatch.setattr(sink_module, "SPOOL_GROUP_LINGER_SECONDS", 600.0)  # longer than the test
-    monkeypatch.setattr(sink_module, "SPOOL_GROUP_GAP_SECONDS", 3.0)
-    gated = GatedStore(store)
-    sink = open_sink(gated, data_dir=str(tmp_path))
-    first, second, third = (make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(3))
-    writer = threading.Thread(target=sink.accept, args=(first,))
-    try:
-        writer.start()
-        assert gated.entered.wait(60), "the writer never inserted the first batch"
-        with sink.converting():  # the second export's conversion; it ends now
-            pass
-        sink.accept(second)  # the writer is busy: spooled, acknowledged
-        gated.gate.set()
-        writer.join(60)
-        time.sleep(0.5)  # well inside the gap: the replay has not inserted the second alone
-        assert sink.stats()["batches_replayed"] == 0
-        with sink.converting():  # the next export of the stream arrives and is converted
-            sink.accept(third)  # the spool holds the second: this one joins it
-        wait_until(lambda: sink.stats()["batches_replayed"] == 2, timeout=60,
-                   message="the gap never closed")
-        stats = sink.stats()
-        assert stats["groups_written"] == 2  # the first alone (the writer), then the second and third together
-        assert gated.inserts == 8 and counts(store)["otel_traces_raw"] == 6
-    finally:
-        gated.gate.set()
-        writer.join()
-        sink.close()
-
-
 def unreachable_store(port: int):
     """A real server store whose server is not there: every call is StoreUnavailable."""
     from promptprism.collector.store.server import ServerStore
