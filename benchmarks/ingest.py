@@ -20,6 +20,11 @@ it falls back to, reassemble, rows, inserts). ``--cpu`` adds, after the rounds, 
 one export costs each process (this one — the servers and the sending
 client — and each ingest worker), for the parse-only servicer and for the
 collector: a figure the machine's load disturbs less than throughput.
+``--timeline`` adds, after the rounds, two more rounds sent to the collector
+alone and prints the last one's timeline: when each export's conversion,
+spool write and each group's insert (table by table) began and ended, in ms
+from the round's start — where a round's wall time goes, which the CPU
+figures do not show.
 Run: ``nice python benchmarks/ingest.py [--rounds N] [--batches N] [--stages]``.
 ``--baseline PATH`` runs it here and in another checkout (with its own
 .venv) in alternation (``--rounds`` times) and prints new/old ratios.
@@ -264,6 +269,71 @@ def cpu_per_export(targets: dict[str, str], collector, payloads: list[bytes], ex
     return expected
 
 
+class Timeline:
+    """Times when the collector's stages begin and end (``--timeline``): the collector runs in this
+    process, so its conversion, spool write and insert methods are wrapped in place."""
+
+    def __init__(self, collector):
+        from promptprism.collector.write.ingest import Ingest
+        from promptprism.collector.write.sink import Sink
+
+        self.started = time.perf_counter()
+        self.events: list[tuple[float, str, str]] = []
+        self._lock = threading.Lock()
+        for cls, method, label in ((Ingest, "_convert_now", "convert"), (Sink, "_spool_accept", "spool write"),
+                                   (Sink, "_insert", "group insert")):
+            setattr(cls, method, self._timed(getattr(cls, method), label))
+        insert = collector.store.insert
+
+        def insert_table(table, columns, **options):
+            started = time.perf_counter()
+            insert(table, columns, **options)
+            self.note(f"  insert {table}: {columns.num_rows} rows, {(time.perf_counter() - started) * 1000:.0f} ms")
+
+        collector.store.insert = insert_table
+
+    def _timed(self, function, label: str):
+        def timed(*args, **options):
+            self.note(f"{label} begins")
+            try:
+                return function(*args, **options)
+            finally:
+                self.note(f"{label} ends")
+        return timed
+
+    def note(self, what: str) -> None:
+        with self._lock:
+            self.events.append((time.perf_counter() - self.started, threading.current_thread().name, what))
+
+    def restart(self) -> None:
+        with self._lock:
+            self.events, self.started = [], time.perf_counter()
+
+    def print(self) -> None:
+        threads = {name: f"t{number}" for number, name in enumerate(dict.fromkeys(name for _, name, _ in self.events))}
+        for seconds, name, what in self.events:
+            print(f"  {seconds * 1000:7.0f} ms  {threads[name]:<4} {what}", flush=True)
+        print("  (threads: " + ", ".join(f"{short} {name}" for name, short in threads.items()) + ")", flush=True)
+
+
+def timeline(collector, target: str, expected: int) -> int:
+    """Two rounds sent to the collector alone; print the second one's timeline."""
+    recorder = Timeline(collector)
+    for number in range(2):
+        payloads = [build_batch(800_000 + 100 * number + index) for index in range(4)]
+        time.sleep(2.0)  # the background merges of earlier rounds settle first
+        recorder.restart()
+        seconds = drive(target, payloads)
+        recorder.note(f"all {len(payloads)} exports acknowledged ({seconds * 1000:.0f} ms)")
+        expected += SPANS_PER_BATCH * len(payloads)
+        wait_stored(collector, expected)
+        recorder.note("all seen in the store (benchmark's poll: every 50 ms)")
+    print(f"timeline of a round of {len(payloads)} exports sent to the collector ({CLIENT_THREADS} in flight):",
+          flush=True)
+    recorder.print()
+    return expected
+
+
 def summary(label: str, ratios: list[float]) -> str:
     return (f"ratio {label:<18} median {statistics.median(ratios):.2f}×  "
             f"(range {min(ratios):.2f}–{max(ratios):.2f}, {len(ratios)} rounds)")
@@ -279,6 +349,8 @@ def main() -> int:
                         help="conversion processes for the collector run (default: the collector's; 0 = in-process)")
     parser.add_argument("--cpu", action="store_true",
                         help="after the rounds, the CPU time one export costs each process (noop, collector, workers)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="after the rounds, when each stage of a collector round begins and ends")
     parser.add_argument("--stages", action="store_true",
                         help="only time each stage on one export (its own chdb store: one per process)")
     parser.add_argument("--baseline", metavar="PATH",
@@ -344,6 +416,9 @@ def main() -> int:
             if args.cpu:
                 extra = [build_batch(900_000 + number) for number in range(max(4, args.batches))]
                 expected = cpu_per_export(targets, collector, extra, expected)
+                stored = wait_stored(collector, expected)
+            if args.timeline:
+                expected = timeline(collector, targets["collector"], expected)
                 stored = wait_stored(collector, expected)
     for server, _ in servers.values():
         server.stop(None)
