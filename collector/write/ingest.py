@@ -111,6 +111,11 @@ class Ingest:
         log events whenever both are stored.
         """
         size = len(payload)
+        arriving = getattr(self.sink, "arriving", None)
+        with arriving() if arriving is not None else contextlib.nullcontext():
+            return self._export(payload, size, encoding, transport, signal)
+
+    def _export(self, payload: bytes, size: int, encoding: str, transport: str, signal: str) -> ExportOutcome:
         try:
             converted = self._convert(signal, payload, encoding)
             passage = None

@@ -15,8 +15,8 @@ eight exports in one INSERT cost 41 ms instead of 8 × 32), so inserts are group
   acknowledging there), and the replay thread inserts whatever the spool
   holds as one group (group commit), after waiting up to
   ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill — only while other exports
-  are being converted: with none under way nothing else is coming, and it
-  inserts at once. Rows acknowledged this way reach the store that much
+  are on their way in (``arriving``: being converted, or converted and being
+  accepted): with none, nothing else is coming, and it inserts at once. Rows acknowledged this way reach the store that much
   later. The replay takes the tables of files this process wrote from
   memory (``spool.MAX_KEPT_BYTES``), not from disk.
 
@@ -178,7 +178,8 @@ class Sink:
         self._replay_wake = threading.Event()
         self._recent_batches = _Recent(RECENT_BATCH_TOKENS)
         self._recent_contents = _Recent(RECENT_CONTENT_KEYS)
-        self._converting = 0  # exports being converted now (``converting``): the replay lingers only for them
+        self._converting = 0  # exports being converted now (``converting``): the next accept goes to the spool
+        self._arriving = 0  # exports converted or accepted now (``arriving``): the replay lingers only for them
         self._store_down_until = 0.0
         self._retry_delay = STORE_RETRY_INITIAL_SECONDS
         self._counters: dict[str, float] = dict.fromkeys((
@@ -237,9 +238,8 @@ class Sink:
 
     @contextlib.contextmanager
     def converting(self):
-        """Around an export's conversion: while one is under way, the replay waits (up to
-        ``SPOOL_GROUP_LINGER_SECONDS``) for it to share an insert; with none, nothing else is
-        coming and what the spool holds is inserted at once."""
+        """Around an export's conversion: while one is under way, an accept goes to the spool
+        (and is acknowledged there) so that the two share an insert."""
         with self._condition:
             self._converting += 1
         try:
@@ -247,13 +247,30 @@ class Sink:
         finally:
             with self._condition:
                 self._converting -= 1
-                idle = not self._converting
+
+    @contextlib.contextmanager
+    def arriving(self):
+        """Around an export's whole way in — its conversion and its ``accept``: while one is on
+        its way, the replay waits (up to ``SPOOL_GROUP_LINGER_SECONDS``) for it to share an
+        insert; once none is, nothing else is coming and what the spool holds is inserted at
+        once. It spans the accept too: an export whose conversion just ended is still coming
+        (copied out of its worker, then written to the spool), and a group taken in that
+        moment used to leave it for an insert of its own (``benchmarks/ingest.py --timeline``:
+        rounds of 4 exports inserted as 3 groups of 1, 2 and 1)."""
+        with self._condition:
+            self._arriving += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._arriving -= 1
+                idle = not self._arriving
             if idle:
                 self._replay_wake.set()
 
     def _others_coming(self) -> bool:
         with self._condition:
-            return self._converting > 0
+            return self._arriving > 0 or self._converting > 0
 
     def _spool_accept(self, ticket: _Ticket) -> None:
         """Under load: make one batch durable in the spool, in the caller's thread (Backpressure when full)."""

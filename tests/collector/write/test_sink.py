@@ -173,6 +173,38 @@ def test_with_no_export_being_converted_the_spool_is_inserted_without_lingering(
         sink.close()
 
 
+def test_an_export_converted_but_not_yet_accepted_still_holds_the_group(store, tmp_path, monkeypatch):
+    """Between an export's conversion and its accept (copied out of its worker, then spooled) it is
+    still on its way: a batch spooled meanwhile waits for it, and both share one insert."""
+    from promptprism.collector.write import sink as sink_module
+
+    monkeypatch.setattr(sink_module, "SPOOL_GROUP_LINGER_SECONDS", 600.0)  # longer than the test
+    gated = GatedStore(store)
+    sink = open_sink(gated, data_dir=str(tmp_path))
+    first, second, third = (make_batch(10 * n, 2, started_at_ns=now_ns()) for n in range(3))
+    writer = threading.Thread(target=sink.accept, args=(first,))
+    try:
+        writer.start()
+        assert gated.entered.wait(60), "the writer never inserted the first batch"
+        with sink.arriving():  # the third export: converted already, not yet accepted
+            with sink.arriving():
+                sink.accept(second)  # the writer is busy: spooled, acknowledged
+            gated.gate.set()
+            writer.join(60)
+            time.sleep(0.5)  # the replay has had time to insert the second alone, and must not have
+            assert sink.stats()["batches_replayed"] == 0
+            sink.accept(third)  # the spool holds the second: this one joins it
+        wait_until(lambda: sink.stats()["batches_replayed"] == 2, timeout=60,
+                   message="the spool was not inserted once nothing was arriving")
+        stats = sink.stats()
+        assert stats["groups_written"] == 2  # the first alone (the writer), then the second and third together
+        assert gated.inserts == 8 and counts(store)["otel_traces_raw"] == 6
+    finally:
+        gated.gate.set()
+        writer.join()
+        sink.close()
+
+
 def unreachable_store(port: int):
     """A real server store whose server is not there: every call is StoreUnavailable."""
     from promptprism.collector.store.server import ServerStore
