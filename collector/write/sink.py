@@ -16,9 +16,10 @@ eight exports in one INSERT cost 41 ms instead of 8 × 32), so inserts are group
   holds as one group (group commit), after waiting up to
   ``SPOOL_GROUP_LINGER_SECONDS`` for it to fill — only while other exports
   are on their way in (``arriving``: being converted, or converted and being
-  accepted): with none, nothing else is coming, and it inserts at once. Rows acknowledged this way reach the store that much
-  later. The replay takes the tables of files this process wrote from
-  memory (``spool.MAX_KEPT_BYTES``), not from disk.
+  accepted): with none, nothing else is coming, and it inserts at once. Rows
+  acknowledged this way reach the store that much later. The replay takes
+  the tables of files this process wrote from memory
+  (``spool.MAX_KEPT_BYTES``), not from disk.
 
 The same replay thread moves batches spooled while the store was unreachable
 into it when it is back, and deletes each file only after its insert
@@ -247,6 +248,9 @@ class Sink:
         finally:
             with self._condition:
                 self._converting -= 1
+                idle = not self._converting and not self._arriving
+            if idle:  # a conversion marked without its way in (``arriving``) ended: nothing is coming
+                self._replay_wake.set()
 
     @contextlib.contextmanager
     def arriving(self):
