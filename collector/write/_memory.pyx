@@ -7,10 +7,11 @@ once — CPython's small-object allocator unmaps each arena (1 MiB) left empty
 (~15 per export), glibc trims the top of its heap and unmaps large blocks —
 so the next conversion takes it back page by page, each page faulted in and
 zeroed by the kernel: ~9,500 page faults per conversion, ~200 with this
-module, and a conversion's CPU 0.87× with the worker's GC settings (0.89–0.93×
-without them; pairs interleaved in one process; README, "Ingest throughput"). ``keep_freed_memory`` makes a worker
-keep it: freed arenas (and the interpreter's frame-stack chunks, which come
-from the same allocator) wait in a bounded cache for the next allocation of
+module, and a conversion's CPU 0.87× with the worker's GC settings
+(0.89–0.93× without them; pairs interleaved in one process; README,
+"Ingest throughput"). ``keep_freed_memory`` makes a worker keep it: freed
+arenas (and the interpreter's frame-stack chunks, which come from the same
+allocator) wait in a bounded cache for the next allocation of
 their size, and glibc keeps free space at its heap top and serves blocks up
 to that size from the heap. A worker's resident size then stays near the
 peak of a conversion instead of dropping between exports (+~40 MiB).

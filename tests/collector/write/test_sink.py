@@ -305,3 +305,28 @@ def test_a_group_whose_insert_went_through_before_a_crash_is_not_stored_twice(st
         up.close()
     c = counts(store)
     assert c["requests_raw"] == 6 and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
+
+
+def test_ingest_keeps_an_export_arriving_until_its_accept_returns(store, tmp_path):
+    """``Ingest.export`` marks the whole way in, conversion and accept: during the accept the replay
+    still sees the export coming (and waits for it), and once it returns nothing is."""
+    from promptprism.collector.metrics import Metrics
+    from promptprism.collector.write.ingest import ENCODING_JSON, Ingest
+
+    from ..otlp_samples import otlp_json
+
+    sink = open_sink(store, data_dir=str(tmp_path))
+    seen = []
+    accept = sink.accept
+
+    def accept_and_look(batch):
+        seen.append(sink._others_coming())
+        accept(batch)
+
+    sink.accept = accept_and_look
+    try:
+        outcome = Ingest(sink, Metrics()).export(otlp_json(), ENCODING_JSON, "http")
+        assert outcome.accepted >= 1 and seen == [True]
+        assert not sink._others_coming()
+    finally:
+        sink.close()
