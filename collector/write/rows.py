@@ -75,8 +75,17 @@ def _unsigned(value: Any) -> int:
     return max(0, int(value or 0))
 
 
+# ClickHouse's Date counts days since 1970 in a UInt16 (to 2149-06-06), and
+# its toDate(started_at), which the read side looks text up by, wraps a later
+# time around that range rather than failing. A broken client's span dated
+# past it files its text under the day ClickHouse gives it, so it is found;
+# the ArrowStream input would refuse the out-of-range day (error 321) and
+# Python() would store it saturated, where no read looks.
+_DATE_DAYS = 1 << 16
+
+
 def _day(started_at_ns: int) -> int:
-    return int(started_at_ns) // NANOSECONDS_PER_DAY
+    return int(started_at_ns) // NANOSECONDS_PER_DAY % _DATE_DAYS
 
 
 # --- requests ---------------------------------------------------------------

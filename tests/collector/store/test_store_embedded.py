@@ -1,7 +1,10 @@
+import datetime
+import tempfile
+
 import pyarrow as pa
 import pytest
 
-from promptprism.collector.store.base import StoreError
+from promptprism.collector.store.base import StoreError, StoreUnavailable
 from promptprism.collector.store.migrations import load_migrations, migrate
 
 
@@ -49,3 +52,40 @@ def test_a_failing_migration_is_named_in_the_error(store):
     bad = Migration(999, "999_needs_a_newer_clickhouse.sql", ("SELECT no_such_function()",))
     with pytest.raises(StoreError, match="migration 999_needs_a_newer_clickhouse.sql failed: .*no_such_function"):
         apply_migrations(store, [bad], set())
+
+
+def _content_row(text: str) -> pa.Table:
+    # Today: the retention TTL drops an older day's rows, sometimes as soon as they are written.
+    return pa.table({"day": pa.array([datetime.datetime.now(datetime.timezone.utc).date()], pa.date32()), "sha256": [text], "size": pa.array([1], pa.uint64()),
+                     "content": [text]})
+
+
+@pytest.mark.clickhouse  # 24.8 too: its embedded store always inserted through the file
+def test_an_insert_goes_through_an_arrow_file_that_does_not_outlive_it(store, tmp_path, monkeypatch):
+    """Both chdb versions insert from an Arrow stream file (README "Ingest throughput"); it is
+    removed whether the store takes the rows or refuses them."""
+    made = []
+
+    def mkstemp(*args, **kwargs):
+        made.append(real_mkstemp(*args, **kwargs))
+        return made[-1]
+
+    real_mkstemp = tempfile.mkstemp
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    store.insert("contents", _content_row("kept"))
+    assert store.query(f"SELECT content FROM {store.database}.contents") == [{"content": "kept"}]
+    with pytest.raises(StoreError):
+        store.insert("contents", pa.table({"no_such_column": [1]}))
+    assert [path.endswith(".arrows") for _, path in made] == [True, True]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.clickhouse  # 24.8 too: its embedded store always inserted through the file
+def test_an_insert_file_that_cannot_be_written_is_the_store_unavailable(store, tmp_path, monkeypatch):
+    """A full or missing temp directory is a store that cannot take rows now (the sink spools and
+    retries), not rows the store refused."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.raises(StoreUnavailable, match="cannot write the insert's Arrow file"):
+        store.insert("contents", _content_row("waiting"))
+    assert store.query(f"SELECT count() AS n FROM {store.database}.contents") == [{"n": 0}]
