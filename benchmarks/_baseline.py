@@ -45,6 +45,11 @@ def _read(output: str, figure: Figure) -> float:
     return float(match.group(1).replace(",", ""))
 
 
+def _shown(value: float) -> str:
+    # a ratio such as collector / noop (0.37) needs its second decimal; spans/s do not
+    return f"{value:>10,.2f}" if abs(value) < 10 else f"{value:>10,.1f}"
+
+
 def compare(script: str, baseline: str, figures: list[Figure], *, rounds: int, arguments: list[str]) -> int:
     """Alternate ``rounds`` runs of ``script`` here and in ``baseline``; print each figure's new/old ratio."""
     baseline = os.path.abspath(baseline)
@@ -64,7 +69,7 @@ def compare(script: str, baseline: str, figures: list[Figure], *, rounds: int, a
         pairs = values[figure.name]
         ratio = statistics.median(new / old for new, old in pairs)
         better = "lower" if figure.lower_is_better else "higher"
-        print(f"  {figure.name:<22} new {statistics.median(p[0] for p in pairs):>10,.1f} {figure.unit:<8} "
-              f"old {statistics.median(p[1] for p in pairs):>10,.1f} {figure.unit:<8} "
+        print(f"  {figure.name:<22} new {_shown(statistics.median(p[0] for p in pairs))} {figure.unit:<8} "
+              f"old {_shown(statistics.median(p[1] for p in pairs))} {figure.unit:<8} "
               f"ratio {ratio:.3f}  ({better} is better)")
     return 0

@@ -44,6 +44,19 @@ from .inline import bind_inline, quoted
 _SESSION_SETTINGS = ("SET output_format_json_quote_64bit_integers = 0",)
 
 
+# Where each INSERT's Arrow stream file is written, under the data directory.
+INSERT_DIR = "inserts"
+
+
+def _clear_insert_files(directory: str) -> None:
+    """Remove the Arrow files of inserts a killed process left (the spool holds their rows)."""
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            if name.startswith("insert-") and name.endswith(".arrows"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, name))
+
+
 class EmbeddedStore:
     def __init__(self, data_dir: str, *, database: str = "promptprism", retention_days: int = 30):
         from chdb import session  # heavy import, only on the collector side
@@ -63,6 +76,8 @@ class EmbeddedStore:
         # interleave with a SET; one lock keeps statements whole, and serves
         # a waiting insert before waiting reads so readers cannot starve ingest.
         self._lock = WriterFirstLock()
+        self._insert_dir = os.path.join(self.data_dir, INSERT_DIR)
+        _clear_insert_files(self._insert_dir)
         for statement in _SESSION_SETTINGS:
             self._session.query(statement)
         self.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
@@ -79,6 +94,7 @@ class EmbeddedStore:
         view.data_dir = self.data_dir
         view._session = self._session
         view._lock = self._lock
+        view._insert_dir = self._insert_dir
         view.legacy = self.legacy
         view.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
         return view
@@ -109,15 +125,17 @@ class EmbeddedStore:
 
         chdb 2.1.x (ClickHouse 24.8) has no other way in for Arrow lists, maps
         and zoned timestamps; on chdb 4.x it is also cheaper than handing chdb
-        the table itself (``Python(data)``): ingest 0.31× → 0.345× of
-        parse-only (README "Ingest throughput"). The file lives only for the
-        statement; one that cannot be written is the store being unavailable
-        (the spool keeps the batch and retries), not bad data.
+        the table itself (``Python(data)``): README "Ingest throughput". The
+        file, under the data directory, lives only for the statement (one a
+        killed process left is removed when the store opens); one that cannot
+        be written is the store being unavailable (the spool keeps the batch
+        and retries), not bad data.
         """
         import pyarrow.ipc
 
         try:
-            handle, path = tempfile.mkstemp(prefix="promptprism-insert-", suffix=".arrows")
+            os.makedirs(self._insert_dir, exist_ok=True)
+            handle, path = tempfile.mkstemp(prefix="insert-", suffix=".arrows", dir=self._insert_dir)
         except OSError as error:
             raise StoreUnavailable(f"cannot write the insert's Arrow file: {error}") from error
         try:

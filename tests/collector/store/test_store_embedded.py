@@ -1,10 +1,14 @@
 import datetime
+import os
+import subprocess
+import sys
 import tempfile
 
 import pyarrow as pa
 import pytest
 
 from promptprism.collector.store.base import StoreError, StoreUnavailable
+from promptprism.collector.store.embedded import INSERT_DIR
 from promptprism.collector.store.migrations import load_migrations, migrate
 
 
@@ -62,8 +66,8 @@ def _content_row(text: str) -> pa.Table:
 
 @pytest.mark.clickhouse  # 24.8 too: its embedded store always inserted through the file
 def test_an_insert_goes_through_an_arrow_file_that_does_not_outlive_it(store, tmp_path, monkeypatch):
-    """Both chdb versions insert from an Arrow stream file (README "Ingest throughput"); it is
-    removed whether the store takes the rows or refuses them."""
+    """Both chdb versions insert from an Arrow stream file under the data directory (README
+    "Ingest throughput"); it is removed whether the store takes the rows or refuses them."""
     made = []
 
     def mkstemp(*args, **kwargs):
@@ -71,21 +75,36 @@ def test_an_insert_goes_through_an_arrow_file_that_does_not_outlive_it(store, tm
         return made[-1]
 
     real_mkstemp = tempfile.mkstemp
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(store, "_insert_dir", str(tmp_path / "inserts"))
     store.insert("contents", _content_row("kept"))
     assert store.query(f"SELECT content FROM {store.database}.contents") == [{"content": "kept"}]
     with pytest.raises(StoreError):
         store.insert("contents", pa.table({"no_such_column": [1]}))
-    assert [path.endswith(".arrows") for _, path in made] == [True, True]
-    assert list(tmp_path.iterdir()) == []
+    assert [(os.path.dirname(path), path.endswith(".arrows")) for _, path in made] == [
+        (str(tmp_path / "inserts"), True)] * 2
+    assert list((tmp_path / "inserts").iterdir()) == []
 
 
-@pytest.mark.clickhouse  # 24.8 too: its embedded store always inserted through the file
+@pytest.mark.clickhouse
 def test_an_insert_file_that_cannot_be_written_is_the_store_unavailable(store, tmp_path, monkeypatch):
-    """A full or missing temp directory is a store that cannot take rows now (the sink spools and
-    retries), not rows the store refused."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    """A full or unwritable data directory is a store that cannot take rows now (the sink spools
+    and retries), not rows the store refused. (A file where the directory should be: root too
+    is refused.)"""
+    (tmp_path / "data").write_text("not a directory")
+    monkeypatch.setattr(store, "_insert_dir", str(tmp_path / "data" / "inserts"))
     with pytest.raises(StoreUnavailable, match="cannot write the insert's Arrow file"):
         store.insert("contents", _content_row("waiting"))
     assert store.query(f"SELECT count() AS n FROM {store.database}.contents") == [{"n": 0}]
+
+
+def test_opening_a_store_removes_the_insert_files_a_killed_process_left(tmp_path):
+    """chdb allows one data directory per process: a second process opens the store."""
+    inserts = tmp_path / INSERT_DIR
+    inserts.mkdir()
+    (inserts / "insert-left.arrows").write_bytes(b"half an insert")
+    (inserts / "notes.txt").write_text("not ours")
+    script = ("import sys; from promptprism.collector.store.embedded import EmbeddedStore; "
+              "EmbeddedStore(sys.argv[1]).close()")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
+    assert sorted(path.name for path in inserts.iterdir()) == ["notes.txt"]
