@@ -157,6 +157,23 @@ def test_every_table_is_partitioned_by_day_with_the_retention_ttl(any_store):
 
 
 @pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
+def test_text_of_a_request_dated_past_clickhouse_dates_is_taken_and_found(any_store):
+    """A start 65,536 days ahead: past ClickHouse's last Date, which both stores' Arrow inputs
+    refuse (error 321); its text is filed under the day toDate(started_at) wraps to — today —,
+    where the read side looks."""
+    day_ns = 86_400 * 10**9
+    started_at_ns = (time.time_ns() // day_ns + (1 << 16)) * day_ns + 3_600 * 10**9
+    spans, records = make_requests(0, 1, started_at_ns=started_at_ns)
+    for name, table in build_tables(spans, records).non_empty():
+        any_store.insert(name, table)
+    shown = lookups.request(any_store, records[0].request_id)
+    assert [block["content"] for block in shown["prompt"]["blocks"]] == [block.content for block in records[0].blocks]
+    today = datetime.date(1970, 1, 1) + datetime.timedelta(days=started_at_ns // day_ns - (1 << 16))
+    assert any_store.query(f"SELECT DISTINCT toString(day) AS day FROM {any_store.database}.contents") == [
+        {"day": today.isoformat()}]
+
+
+@pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
 def test_rows_round_trip_with_identical_values(any_store):
     # Inside the retention window (older rows are dropped by the TTL on insert).
     second = now_ns() // 10**9
