@@ -17,9 +17,11 @@ shows the library as fast.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 import os
 import re
+import stat
 import tempfile
 import threading
 from typing import Any, Mapping
@@ -46,6 +48,34 @@ _SESSION_SETTINGS = ("SET output_format_json_quote_64bit_integers = 0",)
 
 # Where each INSERT's Arrow stream file is written, under the data directory.
 INSERT_DIR = "inserts"
+# file() reads its path as a glob: a `*`, `?` or `{…}` in it would read other
+# files, or none (`[` and `]` are literal).
+_GLOB_CHARACTERS = re.compile(r"[*?{}]")
+
+
+def insert_directory(data_dir: str) -> str:
+    """``data_dir/inserts``, or, when that path holds glob characters, a directory of the system's
+    temporary directory named after the data directory (the same one each time it opens)."""
+    inside = os.path.join(data_dir, INSERT_DIR)
+    if not _GLOB_CHARACTERS.search(inside):
+        return inside
+    name = hashlib.sha256(data_dir.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    outside = os.path.join(tempfile.gettempdir(), f"promptprism-inserts-{name}")
+    if _GLOB_CHARACTERS.search(outside):
+        raise StoreUnavailable(f"the embedded store's data directory {data_dir!r} and the temporary directory "
+                               f"both contain one of * ? {{ }}, which ClickHouse's file() reads as a pattern: "
+                               f"choose a data directory without them")
+    # A shared temporary directory: the files must be ours alone, or another
+    # user could swap one between its write and the INSERT that reads it.
+    try:
+        os.makedirs(outside, mode=0o700, exist_ok=True)
+        info = os.lstat(outside)
+    except OSError as error:
+        raise StoreUnavailable(f"cannot make the insert directory {outside}: {error}") from error
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise StoreUnavailable(f"{outside} (for the inserts of {data_dir!r}, whose path ClickHouse's file() "
+                               f"would read as a pattern) is not a directory only this user can open")
+    return outside
 
 
 def _clear_insert_files(directory: str) -> None:
@@ -65,6 +95,7 @@ class EmbeddedStore:
         self.retention_days = retention_days
         self.data_dir = os.path.abspath(data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
+        self._insert_dir = insert_directory(self.data_dir)
         try:
             self._session = session.Session(os.path.join(self.data_dir, "clickhouse"))
         except Exception as error:  # another process holds the directory, …
@@ -76,7 +107,6 @@ class EmbeddedStore:
         # interleave with a SET; one lock keeps statements whole, and serves
         # a waiting insert before waiting reads so readers cannot starve ingest.
         self._lock = WriterFirstLock()
-        self._insert_dir = os.path.join(self.data_dir, INSERT_DIR)
         _clear_insert_files(self._insert_dir)
         for statement in _SESSION_SETTINGS:
             self._session.query(statement)
@@ -134,7 +164,7 @@ class EmbeddedStore:
         import pyarrow.ipc
 
         try:
-            os.makedirs(self._insert_dir, exist_ok=True)
+            os.makedirs(self._insert_dir, mode=0o700, exist_ok=True)
             handle, path = tempfile.mkstemp(prefix="insert-", suffix=".arrows", dir=self._insert_dir)
         except OSError as error:
             raise StoreUnavailable(f"cannot write the insert's Arrow file: {error}") from error

@@ -1,4 +1,5 @@
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from promptprism.collector.store.base import StoreError, StoreUnavailable
-from promptprism.collector.store.embedded import INSERT_DIR
+from promptprism.collector.store.embedded import INSERT_DIR, insert_directory
 from promptprism.collector.store.migrations import load_migrations, migrate
 
 
@@ -108,3 +109,40 @@ def test_opening_a_store_removes_the_insert_files_a_killed_process_left(tmp_path
               "EmbeddedStore(sys.argv[1]).close()")
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
     assert sorted(path.name for path in inserts.iterdir()) == ["notes.txt"]
+
+
+def test_a_data_directory_whose_path_is_a_pattern_to_clickhouse_inserts_each_row_once(tmp_path):
+    """ClickHouse's file() reads `*`, `?` and `{…}` in its path as a glob: `{` made every insert
+    fail and `*` could read other files too. Such a data directory inserts through a private
+    directory under the system's temporary directory instead. (A second process: one chdb each.)"""
+    data_dir = tmp_path / "data*{a,b}"
+    script = (
+        "import json, sys, tempfile; import pyarrow as pa\n"
+        "tempfile.tempdir = sys.argv[2]\n"
+        "from promptprism.collector.store.embedded import EmbeddedStore\n"
+        "store = EmbeddedStore(sys.argv[1], database='globbed')\n"
+        "store.execute('CREATE TABLE globbed.t (x UInt32) ENGINE = MergeTree ORDER BY x')\n"
+        "store.insert('t', pa.table({'x': pa.array([1, 2, 3], pa.uint32())}))\n"
+        "print(json.dumps({'rows': store.query('SELECT count() AS n FROM globbed.t')[0]['n'],"
+        " 'directory': store._insert_dir}))\n"
+        "store.close()\n")
+    (tmp_path / "temporary").mkdir()
+    done = subprocess.run([sys.executable, "-c", script, str(data_dir), str(tmp_path / "temporary")],
+                          check=True, timeout=120, capture_output=True, text=True)
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["rows"] == 3
+    directory = answer["directory"]
+    assert os.path.dirname(directory) == str(tmp_path / "temporary") and os.listdir(directory) == []
+    assert os.stat(directory).st_mode & 0o777 == 0o700
+
+
+def test_a_shared_insert_directory_not_ours_alone_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    data_dir = str(tmp_path / "data?")
+    directory = insert_directory(data_dir)
+    assert directory.startswith(str(tmp_path / "promptprism-inserts-"))
+    assert insert_directory(data_dir) == directory  # the same each time, so leftovers are found
+    os.chmod(directory, 0o777)  # as if another user had made it first, open to all
+    with pytest.raises(StoreUnavailable, match="not a directory only this user can open"):
+        insert_directory(data_dir)
+    assert insert_directory(str(tmp_path / "plain")) == str(tmp_path / "plain" / "inserts")
