@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import grpc
-import pytest
 import httpx
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from promptprism.collector.read import lookups
@@ -33,7 +33,6 @@ def test_spans_outside_retention_are_counted_apart(store, tmp_path):
     assert metric_value(text, name, when="past") == 2
     assert metric_value(text, name, when="future") == 1
     assert metric_value(text, "promptprism_collector_spans_received_total") == 4
-
 
 
 DAY_NS = 86_400 * 10**9
