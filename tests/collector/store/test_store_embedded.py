@@ -61,7 +61,8 @@ def test_a_failing_migration_is_named_in_the_error(store):
 
 def _content_row(text: str) -> pa.Table:
     # Today: the retention TTL drops an older day's rows, sometimes as soon as they are written.
-    return pa.table({"day": pa.array([datetime.datetime.now(datetime.timezone.utc).date()], pa.date32()), "sha256": [text], "size": pa.array([1], pa.uint64()),
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    return pa.table({"day": pa.array([today], pa.date32()), "sha256": [text], "size": pa.array([1], pa.uint64()),
                      "content": [text]})
 
 
