@@ -157,6 +157,18 @@ def request(store: Store, text: str) -> dict[str, Any]:
     return _assemble(store, [row])[0]
 
 
+def _previous_request(store: Store, request_b: Mapping[str, Any]) -> dict[str, Any]:
+    """The full object of ``request_b``'s ``previous``. A predecessor is of b's lineage, so of b's
+    service, and ``previous`` gives its trace and start: the rest of where it is stored, so it is
+    read with one point read instead of a lookup in ``request_ids`` first (~10 ms on 1 M requests).
+    Should that row be gone, it is looked up by id as any request is."""
+    previous = request_b["previous"]
+    location = {"request_id": previous["request_id"], "trace_id": previous["trace_id"],
+                "started_at_ns": _rfc3339_ns(previous["started_at"]), "service": request_b["service"]}
+    row = queries.request_at(store, location)
+    return _assemble(store, [row])[0] if row is not None else request(store, previous["request_id"])
+
+
 def trace(store: Store, text: str) -> dict[str, Any]:
     """``GET /api/traces/{trace_id}``: every LLM request of the trace, in start order."""
     trace_id = normalize_trace_id(text)
@@ -182,7 +194,7 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
     if previous is None:
         raise NotFound(f"request {request_b['request_id']} is the first of its lineage "
                        "(conversation, service, provider, model, process): there is no previous request to compare with")
-    return {**diff_requests(request(store, previous["request_id"]), request_b), "a_chosen_as": "previous"}
+    return {**diff_requests(_previous_request(store, request_b), request_b), "a_chosen_as": "previous"}
 
 
 # --- list filters --------------------------------------------------------------

@@ -154,6 +154,41 @@ def test_a_prefix_is_one_read_of_the_id_table(store):
     assert set(raised.value.candidates) >= {data.FIRST, data.SECOND, data.THIRD}
 
 
+def test_a_diff_with_one_id_reads_the_previous_request_where_b_says_it_is(store):
+    data.write(store, data.scenario())
+    counting = Counting(store)
+    answer = lookups.diff(counting, "", data.SECOND)
+    assert answer["a_chosen_as"] == "previous" and answer["a"]["request_id"] == data.FIRST
+    # b's location from the id table, a's from b's `previous`: one read of the id table, two point reads
+    assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.REQUEST_AT) == 2
+    given = lookups.diff(store, data.FIRST, data.SECOND)
+    assert {**answer, "a_chosen_as": "given"} == given
+
+
+class MissingRowOnce(Counting):
+    """The store, with the first point read of ``request_id`` answered with no row (a row gone between reads)."""
+
+    def __init__(self, store, request_id: str):
+        super().__init__(store)
+        self.missing = request_id
+
+    def query(self, sql, params=None, **settings):
+        if sql == queries.REQUEST_AT and params["request_id"] == self.missing:
+            self.missing = ""
+            self.statements.append(sql)
+            return []
+        return super().query(sql, params, **settings)
+
+
+def test_a_previous_request_not_where_b_says_is_looked_up_by_id(store):
+    data.write(store, data.scenario())
+    withheld = MissingRowOnce(store, data.FIRST)
+    answer = lookups.diff(withheld, "", data.SECOND)
+    assert answer["a"]["request_id"] == data.FIRST
+    assert answer == {**lookups.diff(store, data.FIRST, data.SECOND), "a_chosen_as": "previous"}
+    assert withheld.count(queries.REQUEST_LOCATION) == 2  # b's, then a's after the point read found nothing
+
+
 def test_blocks_and_tools_from_one_query_are_the_rows_of_two(store):
     records = data.scenario()
     # tools as rows of `tools`, as a collector before migration 046 wrote them (the read's fallback)
