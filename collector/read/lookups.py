@@ -81,17 +81,20 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
     return events.join_events(rows, queries.genai_events_for(store, events.event_keys(rows)))
 
 
-def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = False) -> list[dict[str, Any]]:
+def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = False,
+              predecessors: bool = True) -> list[dict[str, Any]]:
     """Full request objects for ``rows``: blocks, tools, content and predecessors (``whole_trace``: see
-    ``_predecessor_candidates``)."""
-    conversation_rows = [row for row in rows if row["conversation_id"]]
+    ``_predecessor_candidates``). Without ``predecessors`` each object's ``previous`` is None and
+    nothing is read to find it (a diff shows none)."""
+    conversation_rows = [row for row in rows if row["conversation_id"]] if predecessors else []
     starts = [int(row["started_at_ns"]) for row in conversation_rows]
     since_ns = max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS) if starts else queries.EARLIEST_NS
     # The blocks, tools, content references and conversation members in one read.
     parts = queries.request_parts(store, rows, [row["conversation_id"] for row in conversation_rows],
                                   members_since_ns=since_ns, members_until_ns=max(starts, default=queries.LATEST_NS))
     block_rows, tool_rows, references = parts.blocks, parts.tools, parts.references
-    candidates = _predecessor_candidates(store, rows, parts.members, since_ns, whole_trace=whole_trace)
+    candidates = (_predecessor_candidates(store, rows, parts.members, since_ns, whole_trace=whole_trace)
+                  if predecessors else [])
     # One read of `contents` for the blocks', the tools' and the content fields' text.
     contents = content_cache.read_through(
         store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]), *content.keys(references.values())],
@@ -148,25 +151,38 @@ def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], members: l
     return candidates
 
 
-def request(store: Store, text: str) -> dict[str, Any]:
-    """``GET /api/requests/{id}``: one full request object."""
+def _row(store: Store, text: str) -> dict[str, Any]:
+    """The stored row of the request ``text`` (an id or prefix) names: where it is, then a point read."""
     location = locate_request(store, text)
     row = queries.request_at(store, location)
     if row is None:
         raise NotFound(f"no request with id {location['request_id']!r}")
-    return _assemble(store, [row])[0]
+    return row
 
 
-def _previous_request(store: Store, request_b: Mapping[str, Any]) -> dict[str, Any]:
-    """The full object of ``request_b``'s ``previous``. A predecessor is of b's lineage, so of b's
-    service, and ``previous`` gives its trace and start: the rest of where it is stored, so it is
-    read with one point read instead of a lookup in ``request_ids`` first (~10 ms on 1 M requests).
-    Should that row be gone, it is looked up by id as any request is."""
-    previous = request_b["previous"]
-    location = {"request_id": previous["request_id"], "trace_id": previous["trace_id"],
-                "started_at_ns": _rfc3339_ns(previous["started_at"]), "service": request_b["service"]}
-    row = queries.request_at(store, location)
-    return _assemble(store, [row])[0] if row is not None else request(store, previous["request_id"])
+def request(store: Store, text: str) -> dict[str, Any]:
+    """``GET /api/requests/{id}``: one full request object."""
+    return _assemble(store, [_row(store, text)])[0]
+
+
+def _previous_row(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored row of the request before ``row`` in its lineage (its object's ``previous``), or None.
+
+    The candidates are read as ``_assemble`` reads them, the conversation's requests in
+    PREDECESSOR_WINDOW_NS apart from the rest of the object. The predecessor is of the lineage, so of
+    the service, of ``row``, and the candidate gives its trace and start: the rest of where it is
+    stored, so it is one point read, with no lookup in ``request_ids`` (~10 ms on 1 M requests). Should
+    that row be gone, it is looked up by id as any request is."""
+    start = int(row["started_at_ns"])
+    since_ns = max(queries.EARLIEST_NS, start - PREDECESSOR_WINDOW_NS) if row["conversation_id"] else queries.EARLIEST_NS
+    members = queries.conversation_members(store, [row["conversation_id"]], start, since_ns)
+    candidates = _predecessor_candidates(store, [row], members, since_ns)
+    before = request_view.previous_requests([row], candidates).get(row["request_id"])
+    if before is None:
+        return None
+    location = {"request_id": before["request_id"], "trace_id": before["trace_id"], "service": row["service"],
+                "started_at_ns": _rfc3339_ns(before["started_at"])}
+    return queries.request_at(store, location) or _row(store, before["request_id"])
 
 
 def trace(store: Store, text: str) -> dict[str, Any]:
@@ -187,14 +203,17 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
     """
     if not text_b:
         raise BadArgument("give the request to compare: ?b=ID (and ?a=ID, else b's previous request)")
-    request_b = request(store, text_b)
+    row_b = _row(store, text_b)
     if text_a:
-        return {**diff_requests(request(store, text_a), request_b), "a_chosen_as": "given"}
-    previous = request_b["previous"]
-    if previous is None:
-        raise NotFound(f"request {request_b['request_id']} is the first of its lineage "
-                       "(conversation, service, provider, model, process): there is no previous request to compare with")
-    return {**diff_requests(_previous_request(store, request_b), request_b), "a_chosen_as": "previous"}
+        row_a, chosen_as = _row(store, text_a), "given"
+    else:
+        row_a, chosen_as = _previous_row(store, row_b), "previous"
+        if row_a is None:
+            raise NotFound(f"request {row_b['request_id']} is the first of its lineage "
+                           "(conversation, service, provider, model, process): there is no previous request to compare with")
+    # Both objects from one read of their parts and one of their text; a diff shows no predecessor.
+    request_a, request_b = _assemble(store, [row_a, row_b], predecessors=False)
+    return {**diff_requests(request_a, request_b), "a_chosen_as": chosen_as}
 
 
 # --- list filters --------------------------------------------------------------

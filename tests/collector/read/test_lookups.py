@@ -159,10 +159,18 @@ def test_a_diff_with_one_id_reads_the_previous_request_where_b_says_it_is(store)
     counting = Counting(store)
     answer = lookups.diff(counting, "", data.SECOND)
     assert answer["a_chosen_as"] == "previous" and answer["a"]["request_id"] == data.FIRST
-    # b's location from the id table, a's from b's `previous`: one read of the id table, two point reads
+    # b's location from the id table, a's from b's predecessor candidates: one read of the id table, two
+    # point reads; both requests' parts in one read, their text in another
     assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.REQUEST_AT) == 2
-    given = lookups.diff(store, data.FIRST, data.SECOND)
+    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
+    assert counting.count(queries.CONTENTS_BY_KEY) == 1
+    counting = Counting(store)  # a store of its own: its content cache starts empty
+    given = lookups.diff(counting, data.FIRST, data.SECOND)
     assert {**answer, "a_chosen_as": "given"} == given
+    assert counting.count(queries.REQUEST_LOCATION) == 2 and counting.count(queries.CONTENTS_BY_KEY) == 1
+    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
+    # no predecessor is looked for when a is given
+    assert counting.count(queries.CONVERSATION_MEMBERS) == counting.count(queries.TRACE_MEMBERS) == 0
 
 
 class MissingRowOnce(Counting):
