@@ -168,18 +168,22 @@ def request(store: Store, text: str) -> dict[str, Any]:
 def _previous_row(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
     """The stored row of the request before ``row`` in its lineage (its object's ``previous``), or None.
 
-    The candidates are read as ``_assemble`` reads them, the conversation's requests in
-    PREDECESSOR_WINDOW_NS apart from the rest of the object. The predecessor is of the lineage, so of
-    the service, of ``row``, and the candidate gives its trace and start: the rest of where it is
-    stored, so it is one point read, with no lookup in ``request_ids`` (~10 ms on 1 M requests). Should
-    that row be gone, it is looked up by id as any request is."""
+    The candidates are those ``_assemble`` reads, the conversation's requests in
+    PREDECESSOR_WINDOW_NS read here as whole rows: the predecessor is most often one of them, and
+    then it is not read again. Else (a predecessor before the window, or in the trace) it is of the
+    lineage, so of the service, of ``row``, and its candidate row gives its trace and start: the rest
+    of where it is stored, so it is one point read, with no lookup in ``request_ids`` (~10 ms on 1 M
+    requests). Should that row be gone, it is looked up by id as any request is."""
     start = int(row["started_at_ns"])
     since_ns = max(queries.EARLIEST_NS, start - PREDECESSOR_WINDOW_NS) if row["conversation_id"] else queries.EARLIEST_NS
-    members = queries.conversation_members(store, [row["conversation_id"]], start, since_ns)
+    members = queries.conversation_members(store, [row["conversation_id"]], start, since_ns, whole_rows=True)
     candidates = _predecessor_candidates(store, [row], members, since_ns)
     before = request_view.previous_requests([row], candidates).get(row["request_id"])
     if before is None:
         return None
+    for member in members:
+        if member["request_id"] == before["request_id"]:
+            return member
     location = {"request_id": before["request_id"], "trace_id": before["trace_id"], "service": row["service"],
                 "started_at_ns": _rfc3339_ns(before["started_at"])}
     return queries.request_at(store, location) or _row(store, before["request_id"])

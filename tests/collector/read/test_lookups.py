@@ -159,9 +159,10 @@ def test_a_diff_with_one_id_reads_the_previous_request_where_b_says_it_is(store)
     counting = Counting(store)
     answer = lookups.diff(counting, "", data.SECOND)
     assert answer["a_chosen_as"] == "previous" and answer["a"]["request_id"] == data.FIRST
-    # b's location from the id table, a's from b's predecessor candidates: one read of the id table, two
-    # point reads; both requests' parts in one read, their text in another
-    assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.REQUEST_AT) == 2
+    # b from the id table and a point read; a among b's conversation's requests, read as whole rows:
+    # not read again. Both requests' parts in one read, their text in another
+    assert counting.count(queries.REQUEST_LOCATION) == counting.count(queries.REQUEST_AT) == 1
+    assert counting.count(queries.CONVERSATION_MEMBER_ROWS) == 1
     assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
     assert counting.count(queries.CONTENTS_BY_KEY) == 1
     counting = Counting(store)  # a store of its own: its content cache starts empty
@@ -188,12 +189,20 @@ class MissingRowOnce(Counting):
         return super().query(sql, params, **settings)
 
 
-def test_a_previous_request_not_where_b_says_is_looked_up_by_id(store):
-    data.write(store, data.scenario())
-    withheld = MissingRowOnce(store, data.FIRST)
-    answer = lookups.diff(withheld, "", data.SECOND)
-    assert answer["a"]["request_id"] == data.FIRST
-    assert answer == {**lookups.diff(store, data.FIRST, data.SECOND), "a_chosen_as": "previous"}
+def test_a_previous_request_before_the_window_is_read_where_its_candidate_row_says(store):
+    old, latest = _conversation_record("c0000000000000a1", -3 * DAY_MS), _conversation_record("c0000000000000a2", 0)
+    data.write(store, [old, latest])
+    counting = Counting(store)
+    answer = lookups.diff(counting, "", latest.request_id)
+    assert answer["a"]["request_id"] == old.request_id
+    assert answer == {**lookups.diff(store, old.request_id, latest.request_id), "a_chosen_as": "previous"}
+    # a is the newest of its lineage before the window (14 columns): then one point read, no id lookup
+    assert counting.count(queries.CONVERSATION_LINEAGES_BEFORE) == 1
+    assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.REQUEST_AT) == 2
+
+    # should the row not be where its candidate says, a is looked up by id as any request is
+    withheld = MissingRowOnce(store, old.request_id)
+    assert lookups.diff(withheld, "", latest.request_id) == answer
     assert withheld.count(queries.REQUEST_LOCATION) == 2  # b's, then a's after the point read found nothing
 
 
