@@ -88,7 +88,7 @@ def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = F
     nothing is read to find it (a diff shows none)."""
     conversation_rows = [row for row in rows if row["conversation_id"]] if predecessors else []
     starts = [int(row["started_at_ns"]) for row in conversation_rows]
-    since_ns = max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS) if starts else queries.EARLIEST_NS
+    since_ns = _members_since(conversation_rows)
     # The blocks, tools, content references and conversation members in one read.
     parts = queries.request_parts(store, rows, [row["conversation_id"] for row in conversation_rows],
                                   members_since_ns=since_ns, members_until_ns=max(starts, default=queries.LATEST_NS))
@@ -119,6 +119,13 @@ def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = F
         )
         for row in rows
     ]
+
+
+def _members_since(conversation_rows: list[dict[str, Any]]) -> int:
+    """Where the window of conversation members read for ``conversation_rows`` begins (Unix ns):
+    PREDECESSOR_WINDOW_NS before the earliest of them; the earliest moment when there are none."""
+    starts = [int(row["started_at_ns"]) for row in conversation_rows]
+    return max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS) if starts else queries.EARLIEST_NS
 
 
 def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], members: list[dict[str, Any]], since_ns: int, *,
@@ -174,9 +181,9 @@ def _previous_row(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
     lineage, so of the service, of ``row``, and its candidate row gives its trace and start: the rest
     of where it is stored, so it is one point read, with no lookup in ``request_ids`` (~10 ms on 1 M
     requests). Should that row be gone, it is looked up by id as any request is."""
-    start = int(row["started_at_ns"])
-    since_ns = max(queries.EARLIEST_NS, start - PREDECESSOR_WINDOW_NS) if row["conversation_id"] else queries.EARLIEST_NS
-    members = queries.conversation_members(store, [row["conversation_id"]], start, since_ns, whole_rows=True)
+    since_ns = _members_since([row] if row["conversation_id"] else [])
+    members = queries.conversation_members(store, [row["conversation_id"]], int(row["started_at_ns"]), since_ns,
+                                           whole_rows=True)
     candidates = _predecessor_candidates(store, [row], members, since_ns)
     before = request_view.previous_requests([row], candidates).get(row["request_id"])
     if before is None:
