@@ -1,12 +1,12 @@
-"""Two candidate layouts for the trace route, against today's, measured in the same run (issue 15).
+"""Candidate layouts for the trace route, against today's, measured in the same run (issue 15).
 
 `GET /api/traces/{id}` misses its < 50 ms target: each of its four statements
 costs ClickHouse ~6 ms of CPU per table it reads and ~0.3 ms per column,
 whatever the rows (README, "Storage and read performance at scale"). This
-script builds two prototypes beside a store's own tables, in a database of
-their own (dropped at the end; the store's tables are only read), and times
-the route's reads on each against today's route, trace by trace in
-alternation, each path with its own content cache (read.content_cache):
+script builds prototypes beside a store's own tables, in a database of their
+own (dropped at the end; the store's tables are only read), and times the
+route's reads on each against today's route, trace by trace in rotating
+order, each path with its own content cache (read.content_cache):
 
 * ``arrays``: a copy of ``requests`` whose rows also hold their blocks as
   arrays in index order (as tools are since migration 046); the route reads
@@ -17,15 +17,28 @@ alternation, each path with its own content cache (read.content_cache):
   (the request row, its blocks, its content references), read by primary key
   with no time range first, then the text. It leaves out each request's
   predecessor (today read from the conversation's other requests, ~10 ms):
-  a layout like this one would have to store it.
+  a layout like this one would have to store it;
+* ``threads``: the ``arrays`` rows with their content references
+  (``request_content.content_refs``), sorted like ``request_content`` by
+  ``(thread, started_at, request_id)`` (thread = conversation id, else trace
+  id), and a lookup table from a trace to its threads and their time range
+  (``trace_threads``). The route reads the lookup, then the rows of the
+  trace's threads from one predecessor window before the trace to its end —
+  the trace's own requests and their predecessor candidates in one read —,
+  then the text;
+* ``thread documents``: as ``threads``, but each row is its keys and one JSON
+  string (``documents``' content, predecessors included);
+* ``+ small text granules``: the same route with ``contents`` in granules of
+  32 rows compressed in blocks from 16 KB (today 128 rows, 64 KB), so a key's
+  read decompresses ~20 KB instead of ~85 KB.
 
-Neither prototype builds the request objects (today's route does: ~3–5 ms of
+No prototype builds the request objects (today's route does: ~3–5 ms of
 Python), so their figures are a floor. ``--bytes`` measures instead what the
-two layouts cost on disk on realistic agent traffic (``_traffic``, as
+layouts cost on disk on realistic agent traffic (``_traffic``, as
 ``storage.py`` loads it), against the tables they would replace or join.
 
     .venv/bin/python benchmarks/trace_layouts.py --store /tmp/promptprism-1m   # the store reads.py builds
-    .venv/bin/python benchmarks/trace_layouts.py --bytes                       # ~3 min, a store of its own
+    .venv/bin/python benchmarks/trace_layouts.py --bytes                       # ~5 min, a store of its own
 """
 
 from __future__ import annotations
@@ -33,11 +46,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,8 +96,8 @@ def _days(store: EmbeddedStore) -> list[str]:
         f"SELECT DISTINCT toString(toDate(started_at)) AS day FROM {store.database}.requests ORDER BY day")]
 
 
-def build(store: EmbeddedStore) -> None:
-    """Both prototypes' tables in PROTOTYPES, from the store's own tables, a day at a time."""
+def build(store: EmbeddedStore, small_contents: Iterable[str] = ("contents",)) -> None:
+    """The prototypes' tables in PROTOTYPES, from the store's own tables, a day at a time."""
     database = store.database
     store.execute(f"DROP DATABASE IF EXISTS {PROTOTYPES} SYNC")
     store.execute(f"CREATE DATABASE {PROTOTYPES}")
@@ -124,6 +140,77 @@ def build(store: EmbeddedStore) -> None:
         print(f"  {day}: {time.time() - started:.1f} s", file=sys.stderr, flush=True)
     for table in ("requests", "trace_docs"):
         store.execute(f"OPTIMIZE TABLE {PROTOTYPES}.{table} FINAL")
+    build_threads(store)
+    build_small_contents(store, small_contents)
+
+
+def _columns(store: EmbeddedStore, database: str, table: str) -> list[str]:
+    return [row["name"] for row in store.query(
+        "SELECT name FROM system.columns WHERE database = {db:String} AND table = {table:String} "
+        "AND default_kind NOT IN ('ALIAS', 'MATERIALIZED', 'EPHEMERAL') ORDER BY position",
+        {"db": database, "table": table})]
+
+
+def build_threads(store: EmbeddedStore) -> None:
+    """``threads``, ``trace_threads`` and ``thread_docs`` from the ``arrays`` prototype and ``request_content``."""
+    # threads: the arrays prototype's columns and codecs, the content references, sorted by thread
+    store.execute(f"CREATE TABLE {PROTOTYPES}.threads_columns AS {PROTOTYPES}.requests")
+    store.execute(f"ALTER TABLE {PROTOTYPES}.threads_columns ADD COLUMN thread String CODEC(ZSTD(1)), "
+                  "ADD COLUMN content_refs String CODEC(ZSTD(1))")
+    ddl = store.query(f"SHOW CREATE TABLE {PROTOTYPES}.threads_columns")[0]["statement"]
+    store.execute(f"DROP TABLE {PROTOTYPES}.threads_columns SYNC")
+    ddl = re.sub(r"\nPRIMARY KEY [^\n]*", "", ddl)
+    ddl = re.sub(r"\nORDER BY [^\n]*", "\nORDER BY (thread, started_at, request_id)", ddl)
+    store.execute(ddl.replace(f"{PROTOTYPES}.threads_columns", f"{PROTOTYPES}.threads", 1))
+    store.execute(f"""CREATE TABLE {PROTOTYPES}.trace_threads (
+        trace_id String CODEC(ZSTD(1)),
+        thread String CODEC(ZSTD(1)),
+        first_start DateTime64(9, 'UTC') CODEC(Delta(8), ZSTD(1)),
+        last_start DateTime64(9, 'UTC') CODEC(Delta(8), ZSTD(1))
+    ) ENGINE = ReplacingMergeTree PARTITION BY toStartOfWeek(first_start) ORDER BY (trace_id, thread)""")
+    store.execute(f"""CREATE TABLE {PROTOTYPES}.thread_docs (
+        thread String CODEC(ZSTD(1)),
+        started_at DateTime64(9, 'UTC') CODEC(Delta(8), ZSTD(1)),
+        request_id String CODEC(ZSTD(1)),
+        trace_id String CODEC(ZSTD(1)),
+        doc String CODEC(ZSTD(3))
+    ) ENGINE = ReplacingMergeTree PARTITION BY toDate(started_at) ORDER BY (thread, started_at, request_id)
+    SETTINGS index_granularity = 256""")
+    columns = _columns(store, PROTOTYPES, "requests")
+    for day in _days(store):
+        store.execute(f"""
+            INSERT INTO {PROTOTYPES}.threads ({", ".join(f"`{column}`" for column in columns)}, thread, content_refs)
+            SELECT {", ".join(f"r.`{column}`" for column in columns)},
+                   if(r.conversation_id != '', r.conversation_id, r.trace_id), c.content_refs
+            FROM (SELECT * FROM {PROTOTYPES}.requests WHERE toDate(started_at) = '{day}') AS r
+            LEFT JOIN (SELECT request_id AS content_request_id, content_refs FROM {store.database}.request_content
+                       WHERE toDate(started_at) = '{day}') AS c ON c.content_request_id = r.request_id""")
+    store.execute(f"""INSERT INTO {PROTOTYPES}.trace_threads
+                      SELECT trace_id, thread, min(started_at), max(started_at) FROM {PROTOTYPES}.threads
+                      GROUP BY trace_id, thread""")
+    keys = ("thread", "started_at", "request_id", "trace_id")
+    body = ", ".join("arrayMap(x -> lower(hex(x)), block_sha256) AS block_sha256" if column == "block_sha256"
+                     else f"`{column}`" for column in _columns(store, PROTOTYPES, "threads") if column not in keys)
+    store.execute(f"""INSERT INTO {PROTOTYPES}.thread_docs
+                      SELECT thread, started_at, request_id, trace_id, formatRowNoNewline('JSONEachRow', {body})
+                      FROM {PROTOTYPES}.threads""")
+    for table in ("threads", "trace_threads", "thread_docs"):
+        store.execute(f"OPTIMIZE TABLE {PROTOTYPES}.{table} FINAL")
+
+
+# contents in smaller granules: (rows per granule, least bytes per compressed block, codec), smallest first
+SMALL_CONTENTS = {"contents": (32, 16_384, "ZSTD(3)"), "contents_64": (64, 32_768, "ZSTD(3)")}
+
+
+def build_small_contents(store: EmbeddedStore, names: Iterable[str] = ("contents",)) -> None:
+    for name in names:
+        rows, block, codec = SMALL_CONTENTS[name]
+        store.execute(f"""CREATE TABLE {PROTOTYPES}.{name} (
+            day Date, sha256 String, size UInt64, content String CODEC({codec})
+        ) ENGINE = ReplacingMergeTree PARTITION BY day ORDER BY (day, sha256)
+        SETTINGS index_granularity = {rows}, min_compress_block_size = {block}, max_compress_block_size = {2 * block}""")
+        store.execute(f"INSERT INTO {PROTOTYPES}.{name} SELECT day, sha256, size, content FROM {store.database}.contents")
+        store.execute(f"OPTIMIZE TABLE {PROTOTYPES}.{name} FINAL")
 
 
 # --- the route on each layout --------------------------------------------------
@@ -172,6 +259,63 @@ def route_with_documents(store: ReadStore, trace_id: str):
     return rows, _text(store, rows, references)
 
 
+TRACE_THREADS = """
+SELECT thread, toUnixTimestamp64Nano(min(first_start)) AS first_ns, toUnixTimestamp64Nano(max(last_start)) AS last_ns
+FROM {prototypes:Identifier}.trace_threads WHERE trace_id = {trace_id:String} GROUP BY thread
+"""
+_THREAD_WINDOW = """
+WHERE thread IN JSONExtract({threads:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+"""
+# The trace's rows and their predecessor candidates: the threads' rows from one window before the trace to its end.
+THREAD_ROWS = ROWS_WITH_ARRAYS.replace("FROM {prototypes:Identifier}.requests", "FROM {prototypes:Identifier}.threads", 1
+    ).replace("\nWHERE trace_id = {trace_id:String}\n  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')"
+              "\n  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')\n", _THREAD_WINDOW, 1
+    ).replace("\nLIMIT {limit:UInt32}", "", 1
+    ).replace("toString(toDate(started_at)) AS day", "toString(toDate(started_at)) AS day, content_refs", 1)
+THREAD_DOCUMENTS = ("SELECT trace_id, request_id, toString(toDate(started_at)) AS day, doc\n"
+                    "FROM {prototypes:Identifier}.thread_docs" + _THREAD_WINDOW
+                    + "ORDER BY started_at, request_id\nLIMIT 1 BY request_id")
+assert "{threads:String}" in THREAD_ROWS and "{trace_id:String}" not in THREAD_ROWS and "content_refs" in THREAD_ROWS
+
+
+def _trace_threads(store: ReadStore, trace_id: str) -> dict[str, Any]:
+    found = queries._run(store, TRACE_THREADS, prototypes=PROTOTYPES, trace_id=trace_id)
+    return dict(threads=json.dumps(sorted(row["thread"] for row in found)),
+                since_ns=min(int(row["first_ns"]) for row in found) - lookups.PREDECESSOR_WINDOW_NS,
+                until_ns=max(int(row["last_ns"]) for row in found))
+
+
+def _with_references(rows: list[dict]) -> tuple[list[dict], dict]:
+    references = [queries.references({**row, "content_day": row["day"]}) for row in rows if row.get("content_refs")]
+    return rows, references
+
+
+def route_with_threads(store: ReadStore, trace_id: str):
+    rows = queries._run(store, THREAD_ROWS, prototypes=PROTOTYPES, **_trace_threads(store, trace_id))
+    rows, references = _with_references([row for row in rows if row["trace_id"] == trace_id])
+    return rows, _text(store, rows, references)
+
+
+def route_with_thread_documents(store: ReadStore, trace_id: str):
+    found = queries._run(store, THREAD_DOCUMENTS, prototypes=PROTOTYPES, **_trace_threads(store, trace_id))
+    rows, references = _with_references([{**json.loads(row["doc"]), "day": row["day"], "trace_id": row["trace_id"],
+                                          "request_id": row["request_id"]}
+                                         for row in found if row["trace_id"] == trace_id])
+    return rows, _text(store, rows, references)
+
+
+class SmallTextGranules(ReadStore):
+    """The store read as the collector reads it, but the text from the prototype ``contents``."""
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        if sql == queries.CONTENTS_BY_KEY:
+            sql, params = sql.replace("{db:Identifier}.contents", "{prototypes:Identifier}.contents", 1), \
+                {**(params or {}), "prototypes": PROTOTYPES}
+        return super().query(sql, params)
+
+
 def timed(function):
     started, cpu = time.perf_counter(), time.process_time()
     result = function()
@@ -184,29 +328,35 @@ def compare_routes(store: EmbeddedStore, traces: int) -> None:
     trace_ids = [row["trace_id"] for row in store.query(
         f"SELECT trace_id FROM {store.database}.requests WHERE started_at >= fromUnixTimestamp({{since:Int64}}) "
         "ORDER BY sipHash64(request_id, 7) LIMIT {limit:UInt32}", {"since": last - WEEK_SECONDS, "limit": traces})]
-    paths = {"today": (ReadStore(store), lambda on, trace_id: lookups.trace(on, trace_id)),
+    today = lambda on, trace_id: lookups.trace(on, trace_id)  # noqa: E731
+    paths = {"today": (ReadStore(store), today),
+             "today + small text granules": (SmallTextGranules(store), today),
              "arrays": (ReadStore(store), route_with_arrays),
-             "documents": (ReadStore(store), route_with_documents)}
+             "documents": (ReadStore(store), route_with_documents),
+             "threads": (ReadStore(store), route_with_threads),
+             "thread documents": (ReadStore(store), route_with_thread_documents),
+             "thread documents + small text granules": (SmallTextGranules(store), route_with_thread_documents)}
     walls: dict[str, list[float]] = {name: [] for name in paths}
     cpus: dict[str, list[float]] = {name: [] for name in paths}
     names = list(paths)
     for number, trace_id in enumerate(trace_ids):
         counts = {}
-        for name in names[number % 3:] + names[:number % 3]:  # rotating order
+        for name in names[number % len(names):] + names[:number % len(names)]:  # rotating order
             reader, call = paths[name]
             wall, cpu, result = timed(lambda: call(reader, trace_id))
             walls[name].append(wall)
             cpus[name].append(cpu)
-            counts[name] = len(result["requests"] if name == "today" else result[0])
+            counts[name] = len(result["requests"] if name.startswith("today") else result[0])
         if len(set(counts.values())) != 1:
             raise SystemExit(f"trace {trace_id}: the layouts disagree on its requests: {counts}")
     today = statistics.median(walls["today"])
     print(f"trace route, {len(trace_ids)} traces in rotating order, each path with its own content cache:")
     for name in names:
         wall = statistics.median(walls[name])
-        print(f"  {name:10} median {wall:6.1f} ms wall, {statistics.median(cpus[name]):6.1f} ms CPU"
+        print(f"  {name:40} median {wall:6.1f} ms wall, {statistics.median(cpus[name]):6.1f} ms CPU"
               f"  ({wall / today:.2f}× today's)")
-    print("  (arrays and documents build no request objects, ~3–5 ms of today's; documents read no predecessors)")
+    print("  (the prototypes build no request objects, ~3–5 ms of today's; documents read no predecessors,"
+          " threads and thread documents read them with the trace's rows)")
 
 
 # --- bytes on disk ---------------------------------------------------------------
@@ -266,6 +416,16 @@ def compare_bytes(store: EmbeddedStore, requests: int) -> None:
         "ORDER BY bytes DESC", {"prototypes": PROTOTYPES})
     print("  the arrays by column: " + ", ".join(f"{row['column']} {int(row['bytes']) / requests:.1f}"
                                                  for row in columns if row["column"] in _BLOCK_ARRAYS))
+    lookup = sizes[(PROTOTYPES, "trace_threads")]
+    for name, table in (("threads", "threads"), ("thread documents", "thread_docs")):
+        size = sizes[(PROTOTYPES, table)]
+        print(f"  {name}: {size:.0f} B and the trace lookup {lookup:.0f} B, against {replaced:.0f} B of requests + "
+              f"blocks + request_content: all tables {total + size + lookup - replaced:,.0f} B "
+              f"({(size + lookup - replaced) / total:+.1%})")
+    for name, (rows, block, codec) in SMALL_CONTENTS.items():
+        size = sizes[(PROTOTYPES, name)]
+        print(f"  contents in granules of {rows} rows, compressed blocks from {block // 1024} KB, {codec}: "
+              f"{size:.0f} B against {ours('contents'):.0f} ({size - ours('contents'):+.0f} B)")
 
 
 def main() -> int:
@@ -290,7 +450,7 @@ def main() -> int:
             if not store.query("SELECT version() AS v")[0]["v"].startswith("24."):
                 store.execute("SET use_query_condition_cache = 0")
         started = time.time()
-        build(store)
+        build(store, small_contents=SMALL_CONTENTS if args.bytes else ("contents",))
         print(f"prototype tables built in {time.time() - started:.0f} s", file=sys.stderr)
         if args.bytes:
             compare_bytes(store, requests)
