@@ -203,6 +203,7 @@ SMALL_CONTENTS = {"contents": (32, 16_384, "ZSTD(3)"), "contents_64": (64, 32_76
 
 
 def build_small_contents(store: EmbeddedStore, names: Iterable[str] = ("contents",)) -> None:
+    """Copies of ``contents`` with SMALL_CONTENTS' settings (the route reads the one named ``contents``)."""
     for name in names:
         rows, block, codec = SMALL_CONTENTS[name]
         store.execute(f"""CREATE TABLE {PROTOTYPES}.{name} (
@@ -287,7 +288,7 @@ def _trace_threads(store: ReadStore, trace_id: str) -> dict[str, Any]:
                 until_ns=max(int(row["last_ns"]) for row in found))
 
 
-def _with_references(rows: list[dict]) -> tuple[list[dict], dict]:
+def _with_references(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     references = [queries.references({**row, "content_day": row["day"]}) for row in rows if row.get("content_refs")]
     return rows, references
 
@@ -311,8 +312,8 @@ class SmallTextGranules(ReadStore):
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if sql == queries.CONTENTS_BY_KEY:
-            sql, params = sql.replace("{db:Identifier}.contents", "{prototypes:Identifier}.contents", 1), \
-                {**(params or {}), "prototypes": PROTOTYPES}
+            sql = sql.replace("{db:Identifier}.contents", "{prototypes:Identifier}.contents", 1)
+            params = {**(params or {}), "prototypes": PROTOTYPES}
         return super().query(sql, params)
 
 
