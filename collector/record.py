@@ -11,21 +11,26 @@ API's request object shows it. The other stages derive from that:
 - ``conventions.declared`` copies each declared attribute into its field,
   converted by the column's type;
 - ``write.rows`` lays out the ``requests`` columns (Arrow type, clamping,
-  defaults), and a content field's items in ``request_content`` and
-  ``contents`` (``content_columns``);
-- ``read.queries`` selects them, each under its field's name;
+  defaults), the same as inputs of the request's document in
+  ``request_docs`` (migration 048), and a content field's items in
+  ``contents`` and their keys in the document (``content_columns``);
+- ``read.queries`` reads them back under each field's name (a list from
+  ``requests``, a request object from its document);
 - ``read.request_view`` shows each field at its ``api`` paths;
-- a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests`` after
-  every migration.
+- a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests``, and
+  ``REQUEST_DOCUMENT_INPUT_COLUMNS`` with ``DESCRIBE TABLE request_docs``,
+  after every migration.
 
-So a new field is its declaration here, a migration that adds its column,
-and the template that shows it (README: "Adding a field to the request
-record"). A content field (``content=True``) is not a column of `requests`:
-its migration adds the columns ``content_columns`` names to `request_content`
-(a test compares them), and the write and read paths handle it from the
-declaration.
+So a new field is its declaration here, a migration that adds its column to
+`requests` and its EPHEMERAL input to `request_docs` with a `doc` DEFAULT
+that names it, and the template that shows it (README: "Adding a field to
+the request record"). A content field (``content=True``) is not a column of
+`requests`: its migration adds the inputs ``content_columns`` names to
+`request_docs` (a test compares them), and the write and read paths handle
+it from the declaration.
 
-``Block`` is a row of ``blocks``; a ``ToolDefinition`` is an element of its request row's tool
+``Block`` is an element of its request's block arrays (``REQUEST_BLOCK_ARRAYS``, in its document; the
+view ``blocks`` shows them as rows); a ``ToolDefinition`` is an element of its request row's tool
 arrays (``REQUEST_TOOL_COLUMNS``, migration 046), or a row of ``tools`` when it came in a log record;
 ``GenAIEvent`` is the stored form of a GenAI content log event.
 """
@@ -259,8 +264,8 @@ RECORD_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_C
 # Captured content is not a column of `requests`: each content field is
 # stored content-addressed (migration 021) — its text split into items (the
 # messages of a JSON array, the values of a JSON object, else the whole text),
-# each item's text once per day in `contents`, and the item keys in
-# `request_content`, under the columns ``content_columns`` names.
+# each item's text once per day in `contents`, and the item keys in the
+# request's document, from the inputs ``content_columns`` names.
 CONTENT_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if column.content)
 # Every column of `requests` that a record fills.
 REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if not column.content)
@@ -268,7 +273,7 @@ REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS 
 # `contents` is keyed by the first CONTENT_KEY_BYTES bytes of the sha256 of
 # the text it holds, raw (migration 040; before it, the 64-character hex
 # digest). 16 bytes take a quarter of the hex digest's bytes on disk, in
-# `contents` and in `request_content`'s key lists, and keep collisions out of
+# `contents` and in the documents' key lists, and keep collisions out of
 # reach: two of 10 million texts of a day share a key with a chance of ~10^-25. The API shows the full hex
 # digests of blocks and tools as before (`blocks.sha256`, `tools.sha256`).
 CONTENT_KEY_BYTES = 16
@@ -279,12 +284,12 @@ def stored_content_key(sha256_hex: str) -> bytes:
     return bytes.fromhex(sha256_hex[: 2 * CONTENT_KEY_BYTES])
 
 
-# How a content field's text was split into items (request_content.<name>_form).
+# How a content field's text was split into items (<name>_form of its references).
 CONTENT_ABSENT, CONTENT_ARRAY, CONTENT_OBJECT, CONTENT_WHOLE = 0, 1, 2, 3
 
 
 def content_columns(column: Column) -> tuple[Column, ...]:
-    """The `request_content` columns of one content field: how its text was
+    """The content-reference columns of one content field: how its text was
     split (``_form``), the object member names (``_names``), the key of each
     item's stored text in `contents` (``_keys``: ``stored_content_key``, 16
     raw bytes in a String) and whether an
@@ -298,18 +303,11 @@ def content_columns(column: Column) -> tuple[Column, ...]:
             Column(f"{column.name}_finish_reasons", "Array(LowCardinality(String))"))
 
 
-# Every column of `request_content`: the request (thread = conversation id,
-# else trace id: the sorting key that keeps a conversation's key lists side
-# by side) and each content field's columns.
-REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = (
-    Column("thread", "String"), Column("started_at", "DateTime64(9, 'UTC')"), Column("request_id", "String"),
-    *(part for column in CONTENT_COLUMNS for part in content_columns(column)),
-)
-# What `request_content` stores of those (migration 047): the item columns
-# are EPHEMERAL — an INSERT names them, the store packs them into this one
-# JSON column (its DEFAULT) and keeps nothing else of them; the read side
-# reads it alone (read.queries.references), one column instead of twenty.
-REQUEST_CONTENT_STORE_FILLED_COLUMNS = (Column("content_refs", "String"),)
+# The content-reference columns of every content field (``content_columns``):
+# inputs of a request's document (migration 048; before it, columns of
+# `request_content`, migration 021), EPHEMERAL: the store packs them into the
+# document's ``content_refs`` object and keeps nothing else of them.
+REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = tuple(part for column in CONTENT_COLUMNS for part in content_columns(column))
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
 REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
@@ -328,6 +326,31 @@ REQUEST_TOOL_COLUMNS = (
     Column("tool_sha256", "Array(String)"),
     Column("tool_content_sha256", "Array(String)"),
     Column("tool_redacted", "Array(Bool)"),
+)
+
+
+# A request's blocks in its document (migration 048), one array element per
+# ``Block`` in index order: each array and the Block field it holds.
+REQUEST_BLOCK_ARRAYS = {
+    "block_index": ("index", "Array(UInt32)"), "block_names": ("name", "Array(LowCardinality(String))"),
+    "block_layers": ("layer", "Array(LowCardinality(String))"),
+    "block_stabilities": ("stability", "Array(LowCardinality(String))"),
+    "block_sources": ("source", "Array(LowCardinality(String))"), "block_starts": ("start", "Array(UInt64)"),
+    "block_ends": ("end", "Array(UInt64)"), "block_sizes": ("size", "Array(UInt64)"),
+    "block_sha256": ("sha256", "Array(String)"), "block_content_sha256": ("content_sha256", "Array(String)"),
+    "block_redacted": ("redacted", "Array(Bool)"),
+}
+REQUEST_BLOCK_COLUMNS = tuple(Column(name, kind) for name, (_, kind) in REQUEST_BLOCK_ARRAYS.items())
+# `request_docs` (migration 048): a request as its keys and one JSON document. An
+# INSERT names the `requests` columns, the tool and block arrays and the content
+# references, all EPHEMERAL but the keys (started_at, request_id, trace_id); the
+# store fills the rest: the thread (conversation id, else trace id: the sorting
+# key), the content references as one object, the merged-span count (which copy
+# of a request wins) and the document.
+REQUEST_DOCUMENT_INPUT_COLUMNS = REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS + REQUEST_BLOCK_COLUMNS + REQUEST_CONTENT_COLUMNS
+REQUEST_DOCUMENT_STORE_FILLED_COLUMNS = (
+    Column("thread", "String"), Column("content_refs", "String"), Column("merged_spans", "UInt32"),
+    Column("doc", "String"),
 )
 
 

@@ -71,6 +71,10 @@ SHARDING_KEYS = {
     "request_ids": "cityHash64(trace_id)",
     # a conversation's key lists side by side, as the table is sorted
     "request_content": "cityHash64(thread)",
+    # a conversation's documents on one shard: a trace's read of a thread's window is one shard's
+    "request_docs": "cityHash64(thread)",
+    # filled by a view on each shard's `request_docs` inserts: beside the thread's documents
+    "trace_threads": "cityHash64(thread)",
     "contents": "cityHash64(sha256)",
     "otel_traces": "cityHash64(TraceId)",
     "otel_traces_trace_id_ts": "cityHash64(TraceId)",

@@ -25,10 +25,9 @@ from .older_schema import current_store, stored_columns, store_before, write_as_
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
 
 
-def parts_read_tools(counting: Counting) -> list[bool]:
-    """For each parts statement the store was asked, whether it read `tools`."""
-    return [tools for (tools, _), sql in queries.REQUEST_PARTS_SQL.items() for statement in counting.statements
-            if statement == sql]
+def tools_reads(counting: Counting) -> int:
+    """How many times the store was asked for rows of `tools`."""
+    return counting.count(queries.TOOLS_FOR_REQUESTS)
 
 
 def shown_tools(answer: dict) -> list[tuple]:
@@ -62,7 +61,7 @@ def test_a_store_written_before_the_migration_shows_every_tool_after_it(store_be
     assert [lookups.request(store, record.request_id) for record in records] == expected
     counting = Counting(store)
     assert lookups.trace(counting, data.AGENT_TRACE) == expected_trace
-    assert parts_read_tools(counting) == [True]  # the old rows' arrays are empty: `tools` is read
+    assert tools_reads(counting) == 1  # the old rows' arrays are empty: `tools` is read
     assert all(shown_tools(answer) == sent_tools(record) for answer, record in zip(expected, records))
     assert any(answer["tools"] for answer in expected)
 
@@ -89,7 +88,7 @@ def test_a_trace_whose_requests_hold_their_tools_does_not_read_the_tools_table(s
     assert stored_tool_rows(store) == 0
     counting = Counting(store)
     trace = lookups.trace(counting, data.AGENT_TRACE)
-    assert parts_read_tools(counting) == [False]
+    assert tools_reads(counting) == 0
     assert [shown_tools(answer) for answer in trace["requests"]] == [sent_tools(record) for record in records[:3]]
     assert all(answer["tools"] for answer in trace["requests"])
 
@@ -105,7 +104,7 @@ def test_tools_from_log_records_show_for_a_row_without_any_and_never_over_a_rows
                                        dataclasses.replace(with_own, tools=from_logs)]))
     counting = Counting(store)
     shown = {answer["request_id"]: shown_tools(answer) for answer in lookups.trace(counting, data.AGENT_TRACE)["requests"]}
-    assert parts_read_tools(counting) == [True]
+    assert tools_reads(counting) == 1
     assert shown[bare.request_id] == [(t.index, t.name, t.size, t.sha256, None, False) for t in from_logs]
     assert shown[with_own.request_id] == sent_tools(with_own)
     assert shown_tools(lookups.request(store, bare.request_id)) == shown[bare.request_id]

@@ -44,7 +44,9 @@ OTEL_TRACES_COLUMNS = [
     ("Links.Attributes", "Array(Map(LowCardinality(String), String))"),
     ("ResourceAttributeItems", "Array(String)"), ("SpanAttributeItems", "Array(String)"),
 ]
-ALL_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
+# The tables the write path fills (rows.TABLES), partitioned by day. `blocks` is a view of
+# `request_docs` since migration 050 (one row per block of each document), counted through it.
+ALL_TABLES = ("requests", "request_docs", "tools", "contents", "otel_traces")
 
 
 def tool_count(store, database: str) -> int:
@@ -127,7 +129,9 @@ def raw_count(store, table: str) -> int:
 def test_migrations_create_every_table_once(any_migrated_store):
     store = any_migrated_store
     tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {store.database}")}
-    assert {*ALL_TABLES, "otel_traces_trace_id_ts", "otel_traces_trace_id_ts_mv", "schema_migrations"} <= tables
+    assert {*ALL_TABLES, "blocks", "trace_threads", "trace_threads_mv", "otel_traces_trace_id_ts",
+            "otel_traces_trace_id_ts_mv", "schema_migrations"} <= tables
+    assert "request_content" not in tables  # dropped by migration 050
     assert migrate(store) == []
 
 
@@ -203,8 +207,8 @@ def test_a_repeated_insert_with_its_token_is_dropped(any_store):
         for name, table in tables.non_empty():
             any_store.insert(name, table, dedup_token="group-1")
     # each request's tool is on its row (migration 046): none in `tools`
-    assert {table: raw_count(any_store, table) for table in ALL_TABLES} == {
-        "requests": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
+    assert {table: raw_count(any_store, table) for table in (*ALL_TABLES, "blocks")} == {
+        "requests": 3, "request_docs": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
     assert tool_count(any_store, any_store.database) == 3
 
 
@@ -238,7 +242,8 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_emp
                         f"FROM {old}.requests FINAL ORDER BY request_id")
     assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
                     {"request_id": f"{2:016x}", "block_count": 4, "has_default": True}]
-    assert raw_count(legacy, "blocks") == 8
+    # the old rows' documents (copied by migration 049) and their blocks through the view of 050
+    assert raw_count(legacy, "request_docs") == 2 and raw_count(legacy, "blocks") == 8
     new = build_tables(spans, [])
     legacy.insert("otel_traces", new.tables["otel_traces"])
     assert raw_count(legacy, "otel_traces") == 2
@@ -329,8 +334,9 @@ def test_store_down_then_back_every_record_once(tmp_path):
             time.sleep(0.1)
         for batch in batches:
             sink.accept(batch)  # resends after the outage change nothing
-        counts = {table: raw_count(store, table) for table in ALL_TABLES}
-        assert counts == {"requests": 8, "blocks": 32, "tools": 0, "contents": 12, "otel_traces": 8}
+        counts = {table: raw_count(store, table) for table in (*ALL_TABLES, "blocks")}
+        assert counts == {"requests": 8, "request_docs": 8, "blocks": 32, "tools": 0, "contents": 12,
+                          "otel_traces": 8}
         assert tool_count(store, store.database) == 8
         ids = store.query("SELECT SpanId, count() AS n FROM down_test.otel_traces GROUP BY SpanId HAVING n > 1")
         assert ids == []
