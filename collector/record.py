@@ -236,6 +236,10 @@ class RequestRecord:
     # folded into this record so the call is counted once (write.duplicates); [] for most.
     merged_span_ids: list[str] = field(default_factory=list, metadata=column(
         "Array(String)", api="merged_span_ids"))
+    # The thread its document is filed under (`request_docs`, migration 048) when it is not its own
+    # (conversation id, else trace id): a record merged into a stored one keeps the stored one's,
+    # so that it replaces the stored document even when a later span supplied its conversation id.
+    thread: str = ""
 
     # Every other span attribute and the resource's, as text (otlp.attribute_text: the otel_traces spelling).
     attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes"))

@@ -152,9 +152,13 @@ def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], documents:
 def _located_document(store: Store, location: Mapping[str, Any]) -> dict[str, Any]:
     """The document of the request at ``location`` (``locate_request``): a point read in its thread."""
     row = queries.document_at(store, location)
-    if row is None and not location["conversation_id"]:
-        # an id row that does not name the request's conversation: it is in one of its trace's threads
+    if row is None:
+        # not in its own thread: a call merged into one stored before a later span gave it its
+        # conversation id (write.duplicates.merged_into), or an id row that does not name the
+        # conversation: it is in one of its trace's threads
         for found in queries.trace_threads(store, location["trace_id"]):
+            if found["thread"] == _thread(location):
+                continue
             row = queries.document_at(store, {**location, "conversation_id": found["thread"]})
             if row is not None:
                 break

@@ -66,7 +66,9 @@ TIMESTAMP = pa.timestamp("ns", tz="UTC")
 # never points at content that is not there yet; `request_docs` before
 # `requests`, so a request the lists (and `request_ids`) show has its document.
 TABLES = ("contents", "tools", "request_docs", "requests", "otel_traces")
-# Tables of spool files written before migration 050, folded into `request_docs` (``in_todays_layout``).
+# Tables of spool files written before migration 050, which no longer exist: a file written before 048
+# has no `request_docs` and they are folded into it; one written since holds their rows there too
+# (``in_todays_layout``).
 FOLDED_TABLES = ("blocks", "request_content")
 # What a logs export writes, after the above when a group holds both.
 LOG_TABLES = ("genai_events", "otel_logs")
@@ -314,22 +316,25 @@ BLOCK_ARRAYS = {name: field for name, (field, _) in REQUEST_BLOCK_ARRAYS.items()
 
 def request_docs_table(records: list[RequestRecord], requests: pa.Table,
                        items: dict[str, dict[str, ContentItems]]) -> pa.Table:
-    """One row per request: the columns of its ``requests`` row (``requests``, laid out from
-    ``records``), its blocks as arrays in index order and its content references, every one an
-    input the store packs into the row's document (migration 048)."""
+    """One row per request: its thread (``RequestRecord.thread``, else its conversation or trace), the
+    columns of its ``requests`` row (``requests``, laid out from ``records``), its blocks as arrays
+    in index order and its content references: every one but the keys an input the store packs into
+    the row's document (migration 048)."""
     offsets = [0]
     for record in records:
         offsets.append(offsets[-1] + len(record.blocks))
     blocks = block_columns([block for record in records for block in record.blocks])
-    columns = {name: requests.column(name) for name in requests.column_names}
+    columns = {"thread": pa.array([r.thread or r.conversation_id or r.trace_id for r in records], pa.string()),
+               **{name: requests.column(name) for name in requests.column_names}}
     columns.update({array: list_array(offsets, blocks[column]) for array, column in BLOCK_ARRAYS.items()})
     columns.update(content_reference_columns(records, items))
     return pa.table(columns)
 
 
 def request_docs_from_tables(tables: dict[str, pa.Table]) -> pa.Table:
-    """``request_docs`` of a spool file written before migration 048: its ``requests`` rows with their
-    rows of ``blocks`` (one copy per index, the last) and of ``request_content``."""
+    """``request_docs`` of a spool file written before migration 048 (which has none): its
+    ``requests`` rows with their rows of ``blocks`` (one copy per index, the last) and of
+    ``request_content``."""
     requests = tables["requests"]
     ids = requests.column("request_id").to_pylist()
     blocks = tables.get("blocks")
@@ -345,7 +350,10 @@ def request_docs_from_tables(tables: dict[str, pa.Table]) -> pa.Table:
         take.extend(found[index] for index in sorted(found))
         offsets.append(len(take))
     chosen = blocks.take(pa.array(take, pa.int64()))
-    columns = {name: requests.column(name) for name in requests.column_names}
+    conversations = requests.column("conversation_id").to_pylist()
+    columns = {"thread": pa.array([conversation or trace for conversation, trace in
+                                   zip(conversations, requests.column("trace_id").to_pylist())], pa.string()),
+               **{name: requests.column(name) for name in requests.column_names}}
     for array, column in BLOCK_ARRAYS.items():
         columns[array] = list_array(offsets, chosen.column(column).combine_chunks())
     references = tables.get("request_content")
@@ -520,7 +528,7 @@ def _without_moved(attributes: dict[str, Any], moved: frozenset[str]) -> dict[st
 def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRecord] = ()) -> pa.Table:
     """One row per span. Text that ``records`` store in ``contents`` is not
     stored again here: block and tool text is left out of
-    ``Events.Attributes`` (the ``blocks`` and ``tools`` rows point there), and
+    ``Events.Attributes`` (the request's document and tools point there), and
     a request's captured content attributes (messages, template variables,
     system instructions) are replaced by ``CONTENT_MOVED`` naming them — the
     exporter itself would copy every attribute."""

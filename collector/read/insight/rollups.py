@@ -68,7 +68,8 @@ _HOURS = ("toStartOfHour(started_at) IN "
           "(SELECT toDateTime(arrayJoin(JSONExtract({{hours}}, 'Array(Int64)')), 'UTC'))")
 _HOURS_RANGE = "started_at >= {{from}} AND started_at < {{to}}"
 # FINAL only within a day partition: `requests` and `request_docs` have the
-# start in their sorting key, so a row and its copies never sit in two partitions.
+# start in their sorting key, so a row and its copies never sit in two
+# partitions (a merged call's document keeps its thread: write.duplicates).
 _FINAL_SETTINGS = "SETTINGS do_not_merge_across_partitions_select_final = 1"
 
 

@@ -146,3 +146,37 @@ def test_the_document_inputs_are_the_request_columns_blocks_and_references(migra
     assert laid_out - stored == ephemeral - {"content_refs"}
     assert {column.name for column in REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS} <= laid_out
     assert set(BLOCK_ARRAYS) <= ephemeral
+
+
+def test_a_call_merged_after_a_later_span_gave_it_a_conversation_keeps_one_document(migrated_database):
+    """The stored call had no conversation id (its document is in its trace's thread); a later span of
+    the same call, with one, is folded into it (write.duplicates.merged_into): the merged record's
+    document replaces the stored one under the stored thread — no second document under the
+    conversation's — and every read finds it, with the conversation id the later span gave."""
+    import dataclasses
+
+    from promptprism.collector.read import lookups
+    from promptprism.collector.write.duplicates import merged_into
+
+    stored = traffic()[3]
+    assert not stored.conversation_id
+    later = dataclasses.replace(stored, request_id="00000000000048ff", conversation_id="conv-late",
+                                scope_name="opentelemetry.instrumentation.openai", merged_span_ids=[])
+    merged = merged_into(stored, [later])
+    assert merged.request_id == stored.request_id and merged.conversation_id == "conv-late"
+    with migrated_database() as store:
+        write_as_of(store, build_tables([], [stored]))
+        write_as_of(store, build_tables([], [merged]))
+        store.execute(f"OPTIMIZE TABLE {store.database}.request_docs FINAL")
+        (row,) = documents(store)
+        assert (row["thread"], row["merged_spans"], row["doc"]["conversation_id"]) == (
+            stored.trace_id, 1, "conv-late")
+        copies = store.query("SELECT count() AS n FROM {db:Identifier}.request_docs", {"db": store.database})
+        assert copies == [{"n": 1}]
+        shown = lookups.request(store, stored.request_id)
+        assert shown["conversation_id"] == "conv-late" and shown["merged_span_ids"] == [later.request_id]
+        assert [item["request_id"] for item in lookups.trace(store, stored.trace_id)["requests"]] == [
+            stored.request_id]
+        blocks = store.query("SELECT count() AS n FROM {db:Identifier}.blocks WHERE request_id = {id:String}",
+                             {"db": store.database, "id": stored.request_id})
+        assert blocks == [{"n": len(stored.blocks)}]
