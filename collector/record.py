@@ -92,6 +92,9 @@ class Column:
     # the value itself (times, the prompt object).
     api: tuple[str, ...] = ()
     derive: Callable[[Any], Any] | None = None  # a derived column's value, from the record
+    # Shown by a request object only: in its document (`request_docs`), not a column of `requests`
+    # (migration 051), which keeps what lists, filters, panels and the rollup job read.
+    document_only: bool = False
 
     @property
     def key(self) -> str:
@@ -103,10 +106,11 @@ _COLUMN = "promptprism.column"  # the key of the field metadata ``column`` makes
 
 
 def column(type: str, *, name: str = "", attribute: str = "", content: bool = False, summary: bool = False,
-           api: str | tuple[str, ...] = ()) -> dict[str, Any]:
+           api: str | tuple[str, ...] = (), document_only: bool = False) -> dict[str, Any]:
     """A field's metadata: the ``requests`` column it is stored in (named like the field unless ``name``)."""
     paths = (api,) if isinstance(api, str) else tuple(api)
-    return {_COLUMN: dict(type=type, name=name, attribute=attribute, content=content, summary=summary, api=paths)}
+    return {_COLUMN: dict(type=type, name=name, attribute=attribute, content=content, summary=summary, api=paths,
+                          document_only=document_only)}
 
 
 STRING = "String"
@@ -120,17 +124,17 @@ class RequestRecord:
 
     trace_id: str = field(metadata=column(STRING, summary=True, api="trace_id"))  # 32 lowercase hex
     request_id: str = field(metadata=column(STRING, summary=True, api="request_id"))  # 16 lowercase hex
-    parent_span_id: str = field(default="", metadata=column(STRING, api="parent_span_id"))
+    parent_span_id: str = field(default="", metadata=column(STRING, api="parent_span_id", document_only=True))
     # Span start, Unix nanoseconds (shown as RFC 3339, duration in ms: the read side shapes both).
     started_at_ns: int = field(default=0, metadata=column("DateTime64(9, 'UTC')", name="started_at", summary=True))
     duration_ns: int = field(default=0, metadata=column("UInt64", summary=True))
-    span_name: str = field(default="", metadata=column(NAME, api="span_name"))
+    span_name: str = field(default="", metadata=column(NAME, api="span_name", document_only=True))
     # "Unset" | "Ok" | "Error" (otel_traces spelling)
     status_code: str = field(default="", metadata=column(NAME, summary=True, api="status.code"))
     status_message: str = field(default="", metadata=column(STRING, summary=True, api="status.message"))
 
     service: str = field(default="", metadata=column(NAME, summary=True, api="service"))
-    scope_name: str = field(default="", metadata=column(NAME, api="scope_name"))
+    scope_name: str = field(default="", metadata=column(NAME, api="scope_name", document_only=True))
     operation: str = field(default="", metadata=column(
         NAME, attribute=names.GEN_AI_OPERATION_NAME, summary=True, api="operation"))
     provider: str = field(default="", metadata=column(NAME, summary=True, api="provider"))  # conventions.genai
@@ -139,9 +143,9 @@ class RequestRecord:
     response_model: str = field(default="", metadata=column(
         NAME, attribute=names.GEN_AI_RESPONSE_MODEL, summary=True, api=("response_model", "response.model")))
     response_id: str = field(default="", metadata=column(
-        STRING, attribute=names.GEN_AI_RESPONSE_ID, api="response.id"))
+        STRING, attribute=names.GEN_AI_RESPONSE_ID, api="response.id", document_only=True))
     finish_reasons: list[str] = field(default_factory=list, metadata=column(
-        f"Array({NAME})", attribute=names.GEN_AI_RESPONSE_FINISH_REASONS, api="response.finish_reasons"))
+        f"Array({NAME})", attribute=names.GEN_AI_RESPONSE_FINISH_REASONS, api="response.finish_reasons", document_only=True))
 
     conversation_id: str = field(default="", metadata=column(
         STRING, attribute=names.GEN_AI_CONVERSATION_ID, summary=True, api="conversation_id"))
@@ -161,7 +165,7 @@ class RequestRecord:
 
     # 0: not sent by promptprism instrumentation
     schema_version: int = field(default=0, metadata=column(
-        "UInt16", attribute=names.SCHEMA_VERSION_ATTR, api="schema_version"))
+        "UInt16", attribute=names.SCHEMA_VERSION_ATTR, api="schema_version", document_only=True))
     # The prompt: reassembly fills these from the block map, the read side shapes the prompt object.
     prompt_bytes: int = field(default=0, metadata=column("UInt64", attribute=names.PROMPT_BYTES, summary=True))
     prompt_sha256: str = field(default="", metadata=column(STRING, attribute=names.PROMPT_SHA256, summary=True))
@@ -178,17 +182,17 @@ class RequestRecord:
 
     # The request manifest (promptprism.request.*).
     dialect: str = field(default="", metadata=column(
-        NAME, attribute=names.REQUEST_DIALECT, api="manifest.dialect"))
+        NAME, attribute=names.REQUEST_DIALECT, api="manifest.dialect", document_only=True))
     body_sha256: str = field(default="", metadata=column(
-        STRING, attribute=names.REQUEST_BODY_SHA256, api="manifest.body_sha256"))
+        STRING, attribute=names.REQUEST_BODY_SHA256, api="manifest.body_sha256", document_only=True))
     bytes_system: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_SYSTEM, api="manifest.bytes.system"))
+        "UInt64", attribute=names.REQUEST_BYTES_SYSTEM, api="manifest.bytes.system", document_only=True))
     bytes_tools: int = field(default=0, metadata=column(
         "UInt64", attribute=names.REQUEST_BYTES_TOOLS, api="manifest.bytes.tools"))
     bytes_messages: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_MESSAGES, api="manifest.bytes.messages"))
+        "UInt64", attribute=names.REQUEST_BYTES_MESSAGES, api="manifest.bytes.messages", document_only=True))
     bytes_framing: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_FRAMING, api="manifest.bytes.framing"))
+        "UInt64", attribute=names.REQUEST_BYTES_FRAMING, api="manifest.bytes.framing", document_only=True))
     bytes_total: int = field(default=0, metadata=column(
         "UInt64", attribute=names.REQUEST_BYTES_TOTAL, summary=True, api=("request_bytes", "manifest.bytes.total")))
     tools_count: int = field(default=0, metadata=column(
@@ -205,10 +209,10 @@ class RequestRecord:
     headroom_tokens: int = field(default=0, metadata=column(
         "Int64", attribute=names.REQUEST_HEADROOM_TOKENS, api="manifest.headroom_tokens"))
     reasoning_effort: str = field(default="", metadata=column(
-        NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort"))
+        NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort", document_only=True))
     # The sampling temperature the request asked for; None when it set none.
     temperature: float | None = field(default=None, metadata=column(
-        "Nullable(Float64)", attribute=names.GEN_AI_REQUEST_TEMPERATURE, api="parameters.temperature"))
+        "Nullable(Float64)", attribute=names.GEN_AI_REQUEST_TEMPERATURE, api="parameters.temperature", document_only=True))
 
     # Usage as the provider reported it; None when it did not (conventions.genai: current and older names).
     input_tokens: int | None = field(default=None, metadata=column(
@@ -242,9 +246,9 @@ class RequestRecord:
     thread: str = ""
 
     # Every other span attribute and the resource's, as text (otlp.attribute_text: the otel_traces spelling).
-    attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes"))
+    attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes", document_only=True))
     resource_attributes: dict[str, str] = field(default_factory=dict, metadata=column(
-        STRING_MAP, api="resource_attributes"))
+        STRING_MAP, api="resource_attributes", document_only=True))
 
 
 def declared_columns(record_type: type) -> tuple[Column, ...]:
@@ -255,7 +259,8 @@ def declared_columns(record_type: type) -> tuple[Column, ...]:
         if declared is None:
             continue
         columns.append(Column(declared["name"] or record_field.name, declared["type"], record_field.name,
-                              declared["attribute"], declared["content"], declared["summary"], declared["api"]))
+                              declared["attribute"], declared["content"], declared["summary"], declared["api"],
+                              document_only=declared["document_only"]))
     return tuple(columns)
 
 
@@ -271,8 +276,10 @@ RECORD_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_C
 # each item's text once per day in `contents`, and the item keys in the
 # request's document, from the inputs ``content_columns`` names.
 CONTENT_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if column.content)
-# Every column of `requests` that a record fills.
+# Every column a record fills but captured content: the inputs of its document (`request_docs`).
 REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if not column.content)
+# Those `requests` stores too (since migration 051 not the ``document_only`` ones).
+REQUESTS_TABLE_COLUMNS: tuple[Column, ...] = tuple(column for column in REQUEST_COLUMNS if not column.document_only)
 
 # `contents` is keyed by the first CONTENT_KEY_BYTES bytes of the sha256 of
 # the text it holds, raw (migration 040; before it, the 64-character hex
@@ -317,9 +324,10 @@ REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
     Column("lineage_key", "UInt64"),  # read.lineage.LINEAGE_KEY_SQL, MATERIALIZED (migration 024)
 )
-# A request's tool definitions, on its own row (migration 046), one array
-# element per ``ToolDefinition`` in index order: the read side finds them
-# with the request instead of in a table of their own. ``write.rows`` lays
+# A request's tool definitions, in its document (on its `requests` row from
+# migration 046 to 051), one array element per ``ToolDefinition`` in index
+# order: the read side finds them with the request instead of in a table of
+# their own. ``write.rows`` lays
 # them out (``tool_content_sha256`` is ``content_sha256_column``: the text's
 # key when it is not ``tool_sha256``). Empty on rows written before 046, and
 # on a request whose tools came in log records after its row was written:

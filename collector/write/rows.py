@@ -48,6 +48,7 @@ from ..record import (
     REQUEST_BLOCK_ARRAYS,
     REQUEST_COLUMNS,
     REQUEST_TOOL_COLUMNS,
+    REQUESTS_TABLE_COLUMNS,
     Block,
     GenAIEvent,
     RequestRecord,
@@ -99,8 +100,10 @@ def _day(started_at_ns: int) -> int:
 
 # --- requests ---------------------------------------------------------------
 
-# Every column of `requests`, laid out as the record declares it (record.py).
+# Every column of a request but its captured content, laid out as the record declares it (record.py):
+# the inputs of its document; `requests` stores REQUESTS_TABLE_COLUMNS of them.
 _REQUESTS = DeclaredTable(REQUEST_COLUMNS)
+_REQUESTS_TABLE = [column.name for column in REQUESTS_TABLE_COLUMNS]
 
 
 _TOOL_ARROW_TYPES = {"tool_names": pa.string(), "tool_sizes": pa.uint64(), "tool_sha256": pa.string(),
@@ -110,12 +113,18 @@ _UINT64_MAX = 2**64 - 1
 
 
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
-    """The declared columns, then each request's tool definitions as arrays (record.REQUEST_TOOL_COLUMNS)."""
+    """Every declared column, then each request's tool definitions as arrays (record.REQUEST_TOOL_COLUMNS):
+    the request's document inputs (``request_docs_table``; ``requests`` takes ``stored_requests`` of them)."""
     records = list(records)
     table = _REQUESTS.table(records)
     for name, (offsets, values) in _tool_arrays(records).items():
         table = table.append_column(name, list_array(offsets, pa.array(values, _TOOL_ARROW_TYPES[name])))
     return table
+
+
+def stored_requests(table: pa.Table) -> pa.Table:
+    """The columns of a ``requests_table`` that `requests` stores (migration 051)."""
+    return table.select([name for name in _REQUESTS_TABLE if name in table.column_names])
 
 
 def _tool_arrays(records: list[RequestRecord]) -> dict[str, tuple[list[int], list]]:
@@ -430,6 +439,8 @@ def in_todays_layout(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     tables = with_tool_columns(with_stored_content_keys(tables))
     if "requests" in tables and "request_docs" not in tables:
         tables = {**tables, "request_docs": request_docs_from_tables(tables)}
+    if "requests" in tables:  # a file written before migration 051: the columns only documents keep now
+        tables = {**tables, "requests": stored_requests(tables["requests"])}
     return {name: table for name, table in tables.items() if name not in FOLDED_TABLES}
 
 
@@ -730,7 +741,7 @@ def build_tables(
         "tools": tools_table(tool_owners),
         # Its blocks and content references are in its document.
         "request_docs": request_docs_table(records, requests, items),
-        "requests": requests,
+        "requests": stored_requests(requests),
         "otel_traces": otel_traces_table(spans, records),
     }
     # Only a logs export has these: a traces batch (and its spool file) holds no such table.

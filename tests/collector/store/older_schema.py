@@ -14,7 +14,7 @@ import hashlib
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from promptprism.collector.record import CONTENT_COLUMNS, content_columns
+from promptprism.collector.record import CONTENT_COLUMNS, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, content_columns
 from promptprism.collector.store.migrations import applied_versions, load_migrations
 from promptprism.collector.write.rows import BLOCK_ARRAYS, TableSet, build_tables
 
@@ -56,6 +56,8 @@ def write_as_of(store, tables: TableSet) -> None:
     `request_content` too (before 048, only there); before migration 046, a request's tools as
     rows of `tools`; before migration 040, content keys as hex digests; before migration 021,
     captured content goes into the `requests` columns it was held in then."""
+    if max(applied_versions(store)) < 51:
+        tables = requests_whole(tables)
     if max(applied_versions(store)) < 50:
         tables = documents_unfolded(tables)
     if "tool_names" not in stored_columns(store, "requests"):
@@ -76,6 +78,17 @@ def write_as_of(store, tables: TableSet) -> None:
 # Tables the write path filled before migration 050 (their rows are in `request_docs` since).
 LEGACY_TABLES = ("request_content", "blocks")
 _LEGACY_BLOCK_KEYS = ("started_at", "trace_id", "request_id", "service", "model", "process_kind", "conversation_id")
+
+
+def requests_whole(tables: TableSet) -> TableSet:
+    """The layout before migration 051: `requests` with every column of the record, as the document
+    inputs hold them (its tool arrays too)."""
+    documents = tables.tables.get("request_docs")
+    if documents is None:
+        return tables
+    columns = [column.name for column in REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS]
+    return TableSet({**tables.tables, "requests": documents.select(columns)}, tables.content_keys, tables.spans,
+                    tables.requests)
 
 
 def documents_unfolded(tables: TableSet) -> TableSet:

@@ -19,11 +19,12 @@ from promptprism.collector.record import (
     REQUEST_DOCUMENT_INPUT_COLUMNS,
     REQUEST_DOCUMENT_STORE_FILLED_COLUMNS,
     REQUEST_STORE_FILLED_COLUMNS,
-    REQUEST_TOOL_COLUMNS,
+    REQUESTS_TABLE_COLUMNS,
 )
 
 DECLARED = {
-    "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS + REQUEST_TOOL_COLUMNS,
+    # what lists, filters, panels and the rollup job read (migration 051: the rest is in the documents)
+    "requests": REQUESTS_TABLE_COLUMNS + REQUEST_STORE_FILLED_COLUMNS,
     "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
     # every request column, the tool and block arrays and a content field's items (record.content_columns)
     "request_docs": REQUEST_DOCUMENT_INPUT_COLUMNS + REQUEST_DOCUMENT_STORE_FILLED_COLUMNS,

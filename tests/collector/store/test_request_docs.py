@@ -21,7 +21,7 @@ from promptprism.collector.store.migrations import load_migrations, migrate
 from promptprism.collector.write.rows import BLOCK_ARRAYS, build_tables, in_todays_layout
 
 from .. import read_side_data as data
-from .older_schema import current_store, documents_unfolded, store_before, write_as_of
+from .older_schema import current_store, documents_unfolded, requests_whole, store_before, write_as_of
 from .test_request_content import conversation
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -120,7 +120,7 @@ def test_trace_threads_and_request_ids_know_each_request_thread(store_before_048
 def test_a_spool_file_written_before_the_migration_replays_into_the_same_documents(migrated_database):
     records = traffic()
     tables = build_tables([], records).tables
-    older = {name: table for name, table in documents_unfolded(build_tables([], records)).tables.items()
+    older = {name: table for name, table in documents_unfolded(requests_whole(build_tables([], records))).tables.items()
              if name != "request_docs"}
     # an older collector's request_content rows: only requests with content, in another order
     references = older["request_content"]

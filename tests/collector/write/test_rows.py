@@ -146,7 +146,8 @@ def test_build_and_merge_keep_shared_content_once():
     merged = merge_tables([first, second])
     # their tools are on their rows, their blocks in their documents
     assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name != "tools"]
-    assert [len(names) for names in merged.tables["requests"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
+    assert [len(names) for names in merged.tables["request_docs"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
+    assert "tool_names" not in merged.tables["requests"].column_names  # in the documents only (migration 051)
     assert merged.spans == 4 and merged.requests == 4
     assert merged.tables["requests"].num_rows == 4 == merged.tables["request_docs"].num_rows
     assert [len(names) for names in merged.tables["request_docs"].column("block_names").to_pylist()] == [4, 4, 4, 4]
