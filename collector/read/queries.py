@@ -109,9 +109,11 @@ LIMIT {limit:UInt32}
 # it reads, whatever the rows, and this one reads one table and five columns.
 
 # A trace's threads and the time range of its requests in each (a view fills
-# the table from every insert: min and max over its not-yet-merged rows).
+# the table from every insert: min and max over its not-yet-merged rows), to
+# the second: the range given covers the whole seconds.
 TRACE_THREADS = """
-SELECT thread, toUnixTimestamp64Nano(min(first_start)) AS first_ns, toUnixTimestamp64Nano(max(last_start)) AS last_ns
+SELECT thread, toInt64(toUnixTimestamp(min(first_start))) * 1000000000 AS first_ns,
+       (toInt64(toUnixTimestamp(max(last_start))) + 1) * 1000000000 - 1 AS last_ns
 FROM {db:Identifier}.trace_threads
 WHERE trace_id = {trace_id:String}
 GROUP BY thread

@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from promptprism.collector.app import Collector
 from promptprism.collector.config import CollectorConfig
 from promptprism.collector.read import content, queries
+from promptprism.collector.record import REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS
 from promptprism.wire import names
 from support import free_port
 
@@ -243,10 +244,25 @@ def grpc_export(collector, payload: bytes, metadata=()):
 # --- what tests read back ----------------------------------------------------------------------
 
 
+# The fields of a request its document holds and its `requests` row does not (migration 051).
+DOCUMENT_ONLY_FIELDS = (*(column.name for column in REQUEST_COLUMNS if column.document_only),
+                        *(column.name for column in REQUEST_TOOL_COLUMNS))
+
+
 def stored_request(store, request_id) -> dict | None:
+    """The request's `requests` row (FINAL) with the fields only its document holds (DOCUMENT_ONLY_FIELDS)."""
     rows = store.query(f"SELECT * FROM {store.database}.requests FINAL WHERE request_id = {{id:String}}",
                        {"id": request_id})
-    return rows[0] if rows else None
+    return with_document_fields(store, rows[0]) if rows else None
+
+
+def with_document_fields(store, row: dict, document: dict | None = None) -> dict:
+    """``row`` (of `requests`) with DOCUMENT_ONLY_FIELDS from the request's document; a request stored
+    without one (which the write path never does) gets none of them, and a test reading one fails."""
+    document = document if document is not None else stored_document(store, row["request_id"])
+    if document is not None:
+        row.update({name: document[name] for name in DOCUMENT_ONLY_FIELDS})
+    return row
 
 
 def stored_document(store, request_id) -> dict | None:
@@ -275,12 +291,15 @@ def stored_blocks(store, request_id) -> list[dict]:
 
 
 def stored_requests(store, where: str, params=None) -> list[dict]:
-    """Rows of `requests` matching ``where``, with their content fields (messages, variables, system
-    instructions) joined back from the content references in each request's document and `contents`
-    the way the read side does."""
+    """Rows of `requests` matching ``where``, with the fields only their documents hold
+    (``with_document_fields``) and their content fields (messages, variables, system instructions)
+    joined back from the content references in each request's document and `contents` the way the
+    read side does."""
     rows = store.query(f"SELECT *, toUnixTimestamp64Nano(started_at) AS started_at_ns "
                        f"FROM {store.database}.requests FINAL WHERE {where} ORDER BY started_at, request_id", params)
     documents = [stored_document(store, row["request_id"]) for row in rows]
+    for row, document in zip(rows, documents):
+        with_document_fields(store, row, document)
     references = {document["request_id"]: document["content_refs"] for document in documents
                   if document and document["content_refs"]}
     content.fill(rows, references, queries.contents_for(store, content.keys(references.values())))
