@@ -15,7 +15,7 @@ from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write import spool
 from promptprism.collector.write.rows import TableSet, build_tables
 
-from .older_schema import documents_unfolded, hex_content_keys, store_before
+from .older_schema import documents_unfolded, hex_content_keys, requests_whole, store_before
 from .test_request_content import conversation, expected, served
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -95,7 +95,8 @@ def test_text_written_after_the_migration_shares_the_rows_written_before(store_b
 def test_a_spool_file_written_before_the_migration_loads_in_todays_layout(store):
     records = conversation(0x400, 3)
     today = build_tables([], records)
-    older = documents_unfolded(today)  # blocks and request_content, as a collector before 048 wrote them
+    # every column in `requests` (before 051), blocks and request_content (before 048), no request_docs
+    older = documents_unfolded(requests_whole(today))
     older = TableSet({name: table for name, table in older.tables.items() if name != "request_docs"},
                      older.content_keys, older.spans, older.requests)
     group = spool.SpooledGroup(token="t", batch_tokens=["b"], tables=hex_content_keys(older))

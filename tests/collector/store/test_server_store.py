@@ -50,8 +50,9 @@ ALL_TABLES = ("requests", "request_docs", "tools", "contents", "otel_traces")
 
 
 def tool_count(store, database: str) -> int:
-    """The tool definitions stored on request rows (migration 046), every copy counted."""
-    return int(store.query(f"SELECT sum(length(tool_names)) AS n FROM {database}.requests")[0]["n"])
+    """The tool definitions stored with their requests (in each one's document since migration 051;
+    on its `requests` row from 046), every copy counted."""
+    return int(store.query(f"SELECT sum(JSONLength(doc, 'tool_names')) AS n FROM {database}.request_docs")[0]["n"])
 
 
 def now_ns() -> int:
@@ -186,10 +187,19 @@ def test_rows_round_trip_with_identical_values(any_store):
     for name, table in build_tables(spans, records).non_empty():
         any_store.insert(name, table)
     row = any_store.query(
-        f"SELECT started_at, input_tokens, cache_read_tokens, mapped, finish_reasons, attributes, block_count "
+        f"SELECT started_at, input_tokens, cache_read_tokens, mapped, block_count "
         f"FROM {any_store.database}.requests FINAL WHERE request_id = {{id:String}}", {"id": f"{1:016x}"})
     assert row == [{"started_at": f"{started}.123456789", "input_tokens": 40, "cache_read_tokens": None,
-                    "mapped": True, "finish_reasons": [], "attributes": {"ratio": "0.5"}, "block_count": 4}]
+                    "mapped": True, "block_count": 4}]
+    # the fields only a request object shows are in its document (migration 051)
+    document = any_store.query(
+        f"SELECT started_at, JSONExtract(doc, 'input_tokens', 'Nullable(Int64)') AS input_tokens, "
+        f"JSONExtract(doc, 'cache_read_tokens', 'Nullable(Int64)') AS cache_read_tokens, "
+        f"JSONExtract(doc, 'finish_reasons', 'Array(String)') AS finish_reasons, "
+        f"JSONExtract(doc, 'attributes', 'Map(String, String)') AS attributes "
+        f"FROM {any_store.database}.request_docs FINAL WHERE request_id = {{id:String}}", {"id": f"{1:016x}"})
+    assert document == [{"started_at": f"{started}.123456789", "input_tokens": 40, "cache_read_tokens": None,
+                         "finish_reasons": [], "attributes": {"ratio": "0.5"}}]
     span = any_store.query(
         f"SELECT SpanAttributes['gen_ai.usage.input_tokens'] AS tokens, length(Events.Name) AS events, Duration "
         f"FROM {any_store.database}.otel_traces WHERE TraceId = {{t:String}}", {"t": f"{2:032x}"})
@@ -206,7 +216,7 @@ def test_a_repeated_insert_with_its_token_is_dropped(any_store):
     for _ in range(3):
         for name, table in tables.non_empty():
             any_store.insert(name, table, dedup_token="group-1")
-    # each request's tool is on its row (migration 046): none in `tools`
+    # each request's tool is in its document (migrations 046, 051): none in `tools`
     assert {table: raw_count(any_store, table) for table in (*ALL_TABLES, "blocks")} == {
         "requests": 3, "request_docs": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
     assert tool_count(any_store, any_store.database) == 3
