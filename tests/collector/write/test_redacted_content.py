@@ -93,8 +93,9 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
     # Both blocks keep the wire digest (diff and cache queries compare it); each
     # points at its own text ('': the text as sent, under sha256 itself).
     assert credentials == [(sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
-    # A request's tools are arrays of its row (migration 046), as `tools` rows held them before.
-    requests = tables.tables["requests"].to_pylist()
+    # A request's tools are arrays of its document (migration 048; of its row from 046), as `tools` rows
+    # held them before.
+    requests = tables.tables["request_docs"].to_pylist()
     assert [(row["tool_sha256"], row["tool_content_sha256"], row["tool_redacted"]) for row in requests] == [
         ([sha(TOOL_TEXT)], [sha(REDACTED_TOOL_TEXT)], [True]), ([sha(TOOL_TEXT)], [""], [False])]
     assert tables.tables["tools"].num_rows == 0

@@ -48,9 +48,10 @@ def test_accept_writes_every_table(store, sink):
     c = counts(store)
     assert c["requests"] == 4 and c["request_docs"] == 4 and c["otel_traces"] == 4
     # each request's blocks are in its document (migration 048), read through the view `blocks`;
-    # its tool definition is on its row (migration 046), not a row of `tools`
+    # its tool definition too (an array of it), not a row of `tools`
     assert c["blocks"] == 16 and c["tools"] == 0
-    assert store.query(f"SELECT sum(length(tool_names)) AS n FROM {store.database}.requests")[0]["n"] == 4
+    assert store.query(f"SELECT sum(JSONLength(doc, 'tool_names')) AS n FROM {store.database}.request_docs"
+                       )[0]["n"] == 4
     # 3 shared blocks + 4 distinct turn blocks + 1 tool definition, once each
     assert c["contents"] == 8
     stats = sink.stats()
