@@ -6,7 +6,10 @@ prompts of 8–16 KB (static blocks that change on deploy days, session blocks
 per conversation, turn blocks per request), 10 tools per service,
 conversations of 20 turns = 26 requests (6 turns call a tool first), whose
 history grows every request. ``product_sql`` then writes what the collector
-would write for those requests into the tables of a migrated store:
+would write for those requests into the tables of a store migrated up to
+SCHEMA_VERSION (047; the later migrations, run afterwards, copy every request
+into its document and drop ``blocks`` and ``request_content``, as they do on
+an upgraded collector's store):
 ``requests`` (with each request's tools, migration 046), ``blocks``, ``contents`` (block and tool text, each
 message once per day), ``request_content`` (each request's message keys, its
 template variables pointing at its blocks' text), ``otel_traces`` (the LLM
@@ -22,6 +25,9 @@ from __future__ import annotations
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The schema version whose tables product_sql writes.
+SCHEMA_VERSION = 47
 
 REQUESTS_PER_CONVERSATION = 26
 # Request k of a conversation → (turn, whether it is the tool-calling first request of its turn).

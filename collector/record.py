@@ -11,21 +11,26 @@ API's request object shows it. The other stages derive from that:
 - ``conventions.declared`` copies each declared attribute into its field,
   converted by the column's type;
 - ``write.rows`` lays out the ``requests`` columns (Arrow type, clamping,
-  defaults), and a content field's items in ``request_content`` and
-  ``contents`` (``content_columns``);
-- ``read.queries`` selects them, each under its field's name;
+  defaults), the same as inputs of the request's document in
+  ``request_docs`` (migration 048), and a content field's items in
+  ``contents`` and their keys in the document (``content_columns``);
+- ``read.queries`` reads them back under each field's name (a list from
+  ``requests``, a request object from its document);
 - ``read.request_view`` shows each field at its ``api`` paths;
-- a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests`` after
-  every migration.
+- a test compares ``REQUEST_COLUMNS`` with ``DESCRIBE TABLE requests``, and
+  ``REQUEST_DOCUMENT_INPUT_COLUMNS`` with ``DESCRIBE TABLE request_docs``,
+  after every migration.
 
-So a new field is its declaration here, a migration that adds its column,
-and the template that shows it (README: "Adding a field to the request
-record"). A content field (``content=True``) is not a column of `requests`:
-its migration adds the columns ``content_columns`` names to `request_content`
-(a test compares them), and the write and read paths handle it from the
-declaration.
+So a new field is its declaration here, a migration that adds its column to
+`requests` and its EPHEMERAL input to `request_docs` with a `doc` DEFAULT
+that names it, and the template that shows it (README: "Adding a field to
+the request record"). A content field (``content=True``) is not a column of
+`requests`: its migration adds the inputs ``content_columns`` names to
+`request_docs` (a test compares them), and the write and read paths handle
+it from the declaration.
 
-``Block`` is a row of ``blocks``; a ``ToolDefinition`` is an element of its request row's tool
+``Block`` is an element of its request's block arrays (``REQUEST_BLOCK_ARRAYS``, in its document; the
+view ``blocks`` shows them as rows); a ``ToolDefinition`` is an element of its request row's tool
 arrays (``REQUEST_TOOL_COLUMNS``, migration 046), or a row of ``tools`` when it came in a log record;
 ``GenAIEvent`` is the stored form of a GenAI content log event.
 """
@@ -87,6 +92,9 @@ class Column:
     # the value itself (times, the prompt object).
     api: tuple[str, ...] = ()
     derive: Callable[[Any], Any] | None = None  # a derived column's value, from the record
+    # Shown by a request object only: in its document (`request_docs`), not a column of `requests`
+    # (migration 051), which keeps what lists, filters, panels and the rollup job read.
+    document_only: bool = False
 
     @property
     def key(self) -> str:
@@ -98,10 +106,11 @@ _COLUMN = "promptprism.column"  # the key of the field metadata ``column`` makes
 
 
 def column(type: str, *, name: str = "", attribute: str = "", content: bool = False, summary: bool = False,
-           api: str | tuple[str, ...] = ()) -> dict[str, Any]:
+           api: str | tuple[str, ...] = (), document_only: bool = False) -> dict[str, Any]:
     """A field's metadata: the ``requests`` column it is stored in (named like the field unless ``name``)."""
     paths = (api,) if isinstance(api, str) else tuple(api)
-    return {_COLUMN: dict(type=type, name=name, attribute=attribute, content=content, summary=summary, api=paths)}
+    return {_COLUMN: dict(type=type, name=name, attribute=attribute, content=content, summary=summary, api=paths,
+                          document_only=document_only)}
 
 
 STRING = "String"
@@ -115,17 +124,17 @@ class RequestRecord:
 
     trace_id: str = field(metadata=column(STRING, summary=True, api="trace_id"))  # 32 lowercase hex
     request_id: str = field(metadata=column(STRING, summary=True, api="request_id"))  # 16 lowercase hex
-    parent_span_id: str = field(default="", metadata=column(STRING, api="parent_span_id"))
+    parent_span_id: str = field(default="", metadata=column(STRING, api="parent_span_id", document_only=True))
     # Span start, Unix nanoseconds (shown as RFC 3339, duration in ms: the read side shapes both).
     started_at_ns: int = field(default=0, metadata=column("DateTime64(9, 'UTC')", name="started_at", summary=True))
     duration_ns: int = field(default=0, metadata=column("UInt64", summary=True))
-    span_name: str = field(default="", metadata=column(NAME, api="span_name"))
+    span_name: str = field(default="", metadata=column(NAME, api="span_name", document_only=True))
     # "Unset" | "Ok" | "Error" (otel_traces spelling)
     status_code: str = field(default="", metadata=column(NAME, summary=True, api="status.code"))
     status_message: str = field(default="", metadata=column(STRING, summary=True, api="status.message"))
 
     service: str = field(default="", metadata=column(NAME, summary=True, api="service"))
-    scope_name: str = field(default="", metadata=column(NAME, api="scope_name"))
+    scope_name: str = field(default="", metadata=column(NAME, api="scope_name", document_only=True))
     operation: str = field(default="", metadata=column(
         NAME, attribute=names.GEN_AI_OPERATION_NAME, summary=True, api="operation"))
     provider: str = field(default="", metadata=column(NAME, summary=True, api="provider"))  # conventions.genai
@@ -134,9 +143,9 @@ class RequestRecord:
     response_model: str = field(default="", metadata=column(
         NAME, attribute=names.GEN_AI_RESPONSE_MODEL, summary=True, api=("response_model", "response.model")))
     response_id: str = field(default="", metadata=column(
-        STRING, attribute=names.GEN_AI_RESPONSE_ID, api="response.id"))
+        STRING, attribute=names.GEN_AI_RESPONSE_ID, api="response.id", document_only=True))
     finish_reasons: list[str] = field(default_factory=list, metadata=column(
-        f"Array({NAME})", attribute=names.GEN_AI_RESPONSE_FINISH_REASONS, api="response.finish_reasons"))
+        f"Array({NAME})", attribute=names.GEN_AI_RESPONSE_FINISH_REASONS, api="response.finish_reasons", document_only=True))
 
     conversation_id: str = field(default="", metadata=column(
         STRING, attribute=names.GEN_AI_CONVERSATION_ID, summary=True, api="conversation_id"))
@@ -156,7 +165,7 @@ class RequestRecord:
 
     # 0: not sent by promptprism instrumentation
     schema_version: int = field(default=0, metadata=column(
-        "UInt16", attribute=names.SCHEMA_VERSION_ATTR, api="schema_version"))
+        "UInt16", attribute=names.SCHEMA_VERSION_ATTR, api="schema_version", document_only=True))
     # The prompt: reassembly fills these from the block map, the read side shapes the prompt object.
     prompt_bytes: int = field(default=0, metadata=column("UInt64", attribute=names.PROMPT_BYTES, summary=True))
     prompt_sha256: str = field(default="", metadata=column(STRING, attribute=names.PROMPT_SHA256, summary=True))
@@ -173,17 +182,17 @@ class RequestRecord:
 
     # The request manifest (promptprism.request.*).
     dialect: str = field(default="", metadata=column(
-        NAME, attribute=names.REQUEST_DIALECT, api="manifest.dialect"))
+        NAME, attribute=names.REQUEST_DIALECT, api="manifest.dialect", document_only=True))
     body_sha256: str = field(default="", metadata=column(
-        STRING, attribute=names.REQUEST_BODY_SHA256, api="manifest.body_sha256"))
+        STRING, attribute=names.REQUEST_BODY_SHA256, api="manifest.body_sha256", document_only=True))
     bytes_system: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_SYSTEM, api="manifest.bytes.system"))
+        "UInt64", attribute=names.REQUEST_BYTES_SYSTEM, api="manifest.bytes.system", document_only=True))
     bytes_tools: int = field(default=0, metadata=column(
         "UInt64", attribute=names.REQUEST_BYTES_TOOLS, api="manifest.bytes.tools"))
     bytes_messages: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_MESSAGES, api="manifest.bytes.messages"))
+        "UInt64", attribute=names.REQUEST_BYTES_MESSAGES, api="manifest.bytes.messages", document_only=True))
     bytes_framing: int = field(default=0, metadata=column(
-        "UInt64", attribute=names.REQUEST_BYTES_FRAMING, api="manifest.bytes.framing"))
+        "UInt64", attribute=names.REQUEST_BYTES_FRAMING, api="manifest.bytes.framing", document_only=True))
     bytes_total: int = field(default=0, metadata=column(
         "UInt64", attribute=names.REQUEST_BYTES_TOTAL, summary=True, api=("request_bytes", "manifest.bytes.total")))
     tools_count: int = field(default=0, metadata=column(
@@ -200,10 +209,10 @@ class RequestRecord:
     headroom_tokens: int = field(default=0, metadata=column(
         "Int64", attribute=names.REQUEST_HEADROOM_TOKENS, api="manifest.headroom_tokens"))
     reasoning_effort: str = field(default="", metadata=column(
-        NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort"))
+        NAME, attribute=names.REQUEST_REASONING_EFFORT, api="manifest.reasoning_effort", document_only=True))
     # The sampling temperature the request asked for; None when it set none.
     temperature: float | None = field(default=None, metadata=column(
-        "Nullable(Float64)", attribute=names.GEN_AI_REQUEST_TEMPERATURE, api="parameters.temperature"))
+        "Nullable(Float64)", attribute=names.GEN_AI_REQUEST_TEMPERATURE, api="parameters.temperature", document_only=True))
 
     # Usage as the provider reported it; None when it did not (conventions.genai: current and older names).
     input_tokens: int | None = field(default=None, metadata=column(
@@ -231,11 +240,15 @@ class RequestRecord:
     # folded into this record so the call is counted once (write.duplicates); [] for most.
     merged_span_ids: list[str] = field(default_factory=list, metadata=column(
         "Array(String)", api="merged_span_ids"))
+    # The thread its document is filed under (`request_docs`, migration 048) when it is not its own
+    # (conversation id, else trace id): a record merged into a stored one keeps the stored one's,
+    # so that it replaces the stored document even when a later span supplied its conversation id.
+    thread: str = ""
 
     # Every other span attribute and the resource's, as text (otlp.attribute_text: the otel_traces spelling).
-    attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes"))
+    attributes: dict[str, str] = field(default_factory=dict, metadata=column(STRING_MAP, api="attributes", document_only=True))
     resource_attributes: dict[str, str] = field(default_factory=dict, metadata=column(
-        STRING_MAP, api="resource_attributes"))
+        STRING_MAP, api="resource_attributes", document_only=True))
 
 
 def declared_columns(record_type: type) -> tuple[Column, ...]:
@@ -246,7 +259,8 @@ def declared_columns(record_type: type) -> tuple[Column, ...]:
         if declared is None:
             continue
         columns.append(Column(declared["name"] or record_field.name, declared["type"], record_field.name,
-                              declared["attribute"], declared["content"], declared["summary"], declared["api"]))
+                              declared["attribute"], declared["content"], declared["summary"], declared["api"],
+                              document_only=declared["document_only"]))
     return tuple(columns)
 
 
@@ -259,16 +273,18 @@ RECORD_COLUMNS: tuple[Column, ...] = declared_columns(RequestRecord) + DERIVED_C
 # Captured content is not a column of `requests`: each content field is
 # stored content-addressed (migration 021) — its text split into items (the
 # messages of a JSON array, the values of a JSON object, else the whole text),
-# each item's text once per day in `contents`, and the item keys in
-# `request_content`, under the columns ``content_columns`` names.
+# each item's text once per day in `contents`, and the item keys in the
+# request's document, from the inputs ``content_columns`` names.
 CONTENT_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if column.content)
-# Every column of `requests` that a record fills.
+# Every column a record fills but captured content: the inputs of its document (`request_docs`).
 REQUEST_COLUMNS: tuple[Column, ...] = tuple(column for column in RECORD_COLUMNS if not column.content)
+# Those `requests` stores too (since migration 051 not the ``document_only`` ones).
+REQUESTS_TABLE_COLUMNS: tuple[Column, ...] = tuple(column for column in REQUEST_COLUMNS if not column.document_only)
 
 # `contents` is keyed by the first CONTENT_KEY_BYTES bytes of the sha256 of
 # the text it holds, raw (migration 040; before it, the 64-character hex
 # digest). 16 bytes take a quarter of the hex digest's bytes on disk, in
-# `contents` and in `request_content`'s key lists, and keep collisions out of
+# `contents` and in the documents' key lists, and keep collisions out of
 # reach: two of 10 million texts of a day share a key with a chance of ~10^-25. The API shows the full hex
 # digests of blocks and tools as before (`blocks.sha256`, `tools.sha256`).
 CONTENT_KEY_BYTES = 16
@@ -279,12 +295,12 @@ def stored_content_key(sha256_hex: str) -> bytes:
     return bytes.fromhex(sha256_hex[: 2 * CONTENT_KEY_BYTES])
 
 
-# How a content field's text was split into items (request_content.<name>_form).
+# How a content field's text was split into items (<name>_form of its references).
 CONTENT_ABSENT, CONTENT_ARRAY, CONTENT_OBJECT, CONTENT_WHOLE = 0, 1, 2, 3
 
 
 def content_columns(column: Column) -> tuple[Column, ...]:
-    """The `request_content` columns of one content field: how its text was
+    """The content-reference columns of one content field: how its text was
     split (``_form``), the object member names (``_names``), the key of each
     item's stored text in `contents` (``_keys``: ``stored_content_key``, 16
     raw bytes in a String) and whether an
@@ -298,26 +314,20 @@ def content_columns(column: Column) -> tuple[Column, ...]:
             Column(f"{column.name}_finish_reasons", "Array(LowCardinality(String))"))
 
 
-# Every column of `request_content`: the request (thread = conversation id,
-# else trace id: the sorting key that keeps a conversation's key lists side
-# by side) and each content field's columns.
-REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = (
-    Column("thread", "String"), Column("started_at", "DateTime64(9, 'UTC')"), Column("request_id", "String"),
-    *(part for column in CONTENT_COLUMNS for part in content_columns(column)),
-)
-# What `request_content` stores of those (migration 047): the item columns
-# are EPHEMERAL — an INSERT names them, the store packs them into this one
-# JSON column (its DEFAULT) and keeps nothing else of them; the read side
-# reads it alone (read.queries.references), one column instead of twenty.
-REQUEST_CONTENT_STORE_FILLED_COLUMNS = (Column("content_refs", "String"),)
+# The content-reference columns of every content field (``content_columns``):
+# inputs of a request's document (migration 048; before it, columns of
+# `request_content`, migration 021), EPHEMERAL: the store packs them into the
+# document's ``content_refs`` object and keeps nothing else of them.
+REQUEST_CONTENT_COLUMNS: tuple[Column, ...] = tuple(part for column in CONTENT_COLUMNS for part in content_columns(column))
 # Columns the store fills itself (their DEFAULT): in the table, never laid out from a record.
 REQUEST_STORE_FILLED_COLUMNS = (
     Column("received_at", "DateTime64(3, 'UTC')"),  # when the collector wrote the row (ingest lag, replays)
     Column("lineage_key", "UInt64"),  # read.lineage.LINEAGE_KEY_SQL, MATERIALIZED (migration 024)
 )
-# A request's tool definitions, on its own row (migration 046), one array
-# element per ``ToolDefinition`` in index order: the read side finds them
-# with the request instead of in a table of their own. ``write.rows`` lays
+# A request's tool definitions, in its document (on its `requests` row from
+# migration 046 to 051), one array element per ``ToolDefinition`` in index
+# order: the read side finds them with the request instead of in a table of
+# their own. ``write.rows`` lays
 # them out (``tool_content_sha256`` is ``content_sha256_column``: the text's
 # key when it is not ``tool_sha256``). Empty on rows written before 046, and
 # on a request whose tools came in log records after its row was written:
@@ -328,6 +338,31 @@ REQUEST_TOOL_COLUMNS = (
     Column("tool_sha256", "Array(String)"),
     Column("tool_content_sha256", "Array(String)"),
     Column("tool_redacted", "Array(Bool)"),
+)
+
+
+# A request's blocks in its document (migration 048), one array element per
+# ``Block`` in index order: each array and the Block field it holds.
+REQUEST_BLOCK_ARRAYS = {
+    "block_index": ("index", "Array(UInt32)"), "block_names": ("name", "Array(LowCardinality(String))"),
+    "block_layers": ("layer", "Array(LowCardinality(String))"),
+    "block_stabilities": ("stability", "Array(LowCardinality(String))"),
+    "block_sources": ("source", "Array(LowCardinality(String))"), "block_starts": ("start", "Array(UInt64)"),
+    "block_ends": ("end", "Array(UInt64)"), "block_sizes": ("size", "Array(UInt64)"),
+    "block_sha256": ("sha256", "Array(String)"), "block_content_sha256": ("content_sha256", "Array(String)"),
+    "block_redacted": ("redacted", "Array(Bool)"),
+}
+REQUEST_BLOCK_COLUMNS = tuple(Column(name, kind) for name, (_, kind) in REQUEST_BLOCK_ARRAYS.items())
+# `request_docs` (migration 048): a request as its keys and one JSON document. An
+# INSERT names the `requests` columns, the tool and block arrays and the content
+# references, all EPHEMERAL but the keys (started_at, request_id, trace_id); the
+# store fills the rest: the thread (conversation id, else trace id: the sorting
+# key), the content references as one object, the merged-span count (which copy
+# of a request wins) and the document.
+REQUEST_DOCUMENT_INPUT_COLUMNS = REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS + REQUEST_BLOCK_COLUMNS + REQUEST_CONTENT_COLUMNS
+REQUEST_DOCUMENT_STORE_FILLED_COLUMNS = (
+    Column("thread", "String"), Column("content_refs", "String"), Column("merged_spans", "UInt32"),
+    Column("doc", "String"),
 )
 
 

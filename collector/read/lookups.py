@@ -81,34 +81,33 @@ def _join_logged_content(store: Store, rows: list[dict[str, Any]]) -> events.Joi
     return events.join_events(rows, queries.genai_events_for(store, events.event_keys(rows)))
 
 
-def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = False,
-              predecessors: bool = True) -> list[dict[str, Any]]:
-    """Full request objects for ``rows``: blocks, tools, content and predecessors (``whole_trace``: see
-    ``_predecessor_candidates``). Without ``predecessors`` each object's ``previous`` is None and
-    nothing is read to find it (a diff shows none)."""
-    conversation_rows = [row for row in rows if row["conversation_id"]] if predecessors else []
-    starts = [int(row["started_at_ns"]) for row in conversation_rows]
-    since_ns = _members_since(conversation_rows)
-    # The blocks, tools, content references and conversation members in one read.
-    parts = queries.request_parts(store, rows, [row["conversation_id"] for row in conversation_rows],
-                                  members_since_ns=since_ns, members_until_ns=max(starts, default=queries.LATEST_NS))
-    block_rows, tool_rows, references = parts.blocks, parts.tools, parts.references
-    candidates = (_predecessor_candidates(store, rows, parts.members, since_ns, whole_trace=whole_trace)
-                  if predecessors else [])
+def _assemble(store: Store, rows: list[dict[str, Any]], candidates: list[dict[str, Any]] = (), *,
+              since_ns: int = queries.EARLIEST_NS, predecessors: bool = True) -> list[dict[str, Any]]:
+    """Full request objects for ``rows`` (``queries.document_row``s): their blocks, tools and content
+    references come with them; the text is one read of ``contents``. Each object's ``previous`` is found
+    among ``candidates`` (documents of the rows' threads, read from ``since_ns``: see
+    ``_predecessor_candidates``); without ``predecessors`` it is None and nothing is read to find it
+    (a diff shows none)."""
+    blocks_by_request = {row["request_id"]: queries.document_blocks(row) for row in rows}
+    tools_by_request = {row["request_id"]: queries.inline_tools(row) for row in rows}
+    references = {row["request_id"]: row["content_refs"] for row in rows if row["content_refs"]}
+    # A request without tools on its row (written before migration 046, or whose tools came in a log
+    # record after it) may have rows of `tools`.
+    elsewhere = [row for row in rows if not queries.has_inline_tools(row)]
+    for tool in queries.tools_for(store, elsewhere):
+        tools_by_request[tool["request_id"]].append(tool)
+    candidates = _predecessor_candidates(store, rows, candidates, since_ns) if predecessors else []
     # One read of `contents` for the blocks', the tools' and the content fields' text.
     contents = content_cache.read_through(
-        store, [*(request_view.content_key(row) for row in [*block_rows, *tool_rows]), *content.keys(references.values())],
+        store, [*(request_view.content_key(part) for parts in [*blocks_by_request.values(), *tools_by_request.values()]
+                  for part in parts), *content.keys(references.values())],
         queries.contents_for)
     content.fill(rows, references, contents)
-    joined = _join_logged_content(store, [*rows, *candidates])
+    joined = _join_logged_content(store, list({id(row): row for row in [*rows, *candidates]}.values()))
     contents.update(joined.contents)
-    blocks_by_request: dict[str, list] = {request_id: list(blocks) for request_id, blocks in joined.blocks.items()}
-    for block in block_rows:
-        blocks_by_request.setdefault(block["request_id"], []).append(block)
-    tools_by_request: dict[str, list] = {}
-    for tool in tool_rows:
-        tools_by_request.setdefault(tool["request_id"], []).append(tool)
-    previous = request_view.previous_requests(rows, candidates)
+    for request_id, blocks in joined.blocks.items():
+        blocks_by_request[request_id] = [*blocks, *blocks_by_request.get(request_id, [])]
+    previous = request_view.previous_requests(rows, candidates) if predecessors else {}
     return [
         request_view.request_object(
             row,
@@ -121,27 +120,22 @@ def _assemble(store: Store, rows: list[dict[str, Any]], *, whole_trace: bool = F
     ]
 
 
-def _members_since(conversation_rows: list[dict[str, Any]]) -> int:
-    """Where the window of conversation members read for ``conversation_rows`` begins (Unix ns):
-    PREDECESSOR_WINDOW_NS before the earliest of them; the earliest moment when there are none."""
-    starts = [int(row["started_at_ns"]) for row in conversation_rows]
-    return max(queries.EARLIEST_NS, min(starts) - PREDECESSOR_WINDOW_NS) if starts else queries.EARLIEST_NS
+def _thread(row: Mapping[str, Any]) -> str:
+    """The thread a request's document is filed under: its conversation, else its trace."""
+    return row["conversation_id"] or row["trace_id"]
 
 
-def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], members: list[dict[str, Any]], since_ns: int, *,
-                            whole_trace: bool = False) -> list[dict[str, Any]]:
+def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], documents: list[dict[str, Any]],
+                            since_ns: int) -> list[dict[str, Any]]:
     """Rows among which each of ``rows`` finds its predecessor (see request_view.previous_requests).
 
-    A conversation's requests are read over PREDECESSOR_WINDOW_NS before the
-    earliest of ``rows`` only (``members``, read from ``since_ns`` by
-    ``queries.request_parts``); a request with no earlier one of its lineage
-    there gets the newest one before the window from a second read. Without a
-    conversation the lineage is within the trace: its requests, unless
-    ``rows`` are the whole trace already (``whole_trace``).
+    ``documents`` are the requests of the rows' threads read from ``since_ns`` (PREDECESSOR_WINDOW_NS
+    before the earliest of them; a trace's thread whole). A request of a conversation with no earlier
+    one of its lineage there gets the newest one before the window from a second read of `requests`.
     """
-    candidates: list[dict[str, Any]] = list(members)
+    candidates: list[dict[str, Any]] = list(documents)
     conversation_rows = [row for row in rows if row["conversation_id"]]
-    if conversation_rows:
+    if conversation_rows and since_ns > queries.EARLIEST_NS:
         first_seen: dict[tuple, tuple[int, str]] = {}
         for row in [*candidates, *rows]:
             order = (int(row["started_at_ns"]), row["request_id"])
@@ -149,61 +143,75 @@ def _predecessor_candidates(store: Store, rows: list[dict[str, Any]], members: l
             first_seen[key] = min(first_seen.get(key, order), order)
         unresolved = [row for row in conversation_rows
                       if first_seen[lineage_key(row)] >= (int(row["started_at_ns"]), row["request_id"])]
-        if unresolved and since_ns > queries.EARLIEST_NS:
+        if unresolved:
             candidates.extend(queries.conversation_lineages_before(
                 store, [row["conversation_id"] for row in unresolved], since_ns))
-    if not whole_trace:
-        for trace_id in sorted({row["trace_id"] for row in rows if not row["conversation_id"]}):
-            candidates.extend(queries.trace_members(store, trace_id))
     return candidates
 
 
-def _row(store: Store, text: str) -> dict[str, Any]:
-    """The stored row of the request ``text`` (an id or prefix) names: where it is, then a point read."""
-    location = locate_request(store, text)
-    row = queries.request_at(store, location)
+def _located_document(store: Store, location: Mapping[str, Any]) -> dict[str, Any]:
+    """The document of the request at ``location`` (``locate_request``): a point read in its thread."""
+    row = queries.document_at(store, location)
+    if row is None:
+        # not in its own thread: a call merged into one stored before a later span gave it its
+        # conversation id (write.duplicates.merged_into), or an id row that does not name the
+        # conversation: it is in one of its trace's threads
+        for found in queries.trace_threads(store, location["trace_id"]):
+            if found["thread"] == _thread(location):
+                continue
+            row = queries.document_at(store, {**location, "conversation_id": found["thread"]})
+            if row is not None:
+                break
     if row is None:
         raise NotFound(f"no request with id {location['request_id']!r}")
     return row
 
 
+def _thread_up_to(store: Store, row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The documents of ``row``'s thread up to its start, and where they begin: PREDECESSOR_WINDOW_NS
+    before it for a conversation, the beginning for a trace's thread (a thread of one trace)."""
+    start = int(row["started_at_ns"])
+    since_ns = max(queries.EARLIEST_NS, start - PREDECESSOR_WINDOW_NS) if row["conversation_id"] else queries.EARLIEST_NS
+    return queries.thread_documents(store, [_thread(row)], since_ns, start, queries.CONVERSATION_MEMBERS_MAX), since_ns
+
+
+def _with_candidates(store: Store, text: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """The document of the request ``text`` (an id or prefix) names, and its thread's documents up to it
+    (``_thread_up_to``: its predecessor candidates, itself among them) with where they begin."""
+    location = locate_request(store, text)
+    documents, since_ns = _thread_up_to(store, location)
+    row = next((found for found in documents if found["request_id"] == location["request_id"]), None)
+    if row is None:  # past the cap, or not in the thread its id row names
+        row = _located_document(store, location)
+        if _thread(row) != _thread(location):
+            documents, since_ns = _thread_up_to(store, row)
+    return row, documents, since_ns
+
+
 def request(store: Store, text: str) -> dict[str, Any]:
     """``GET /api/requests/{id}``: one full request object."""
-    return _assemble(store, [_row(store, text)])[0]
-
-
-def _previous_row(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored row of the request before ``row`` in its lineage (its object's ``previous``), or None.
-
-    The candidates are those ``_assemble`` reads, the conversation's requests in
-    PREDECESSOR_WINDOW_NS read here as whole rows: the predecessor is most often one of them, and
-    then it is not read again. Else (a predecessor before the window, or in the trace) it is of the
-    lineage, so of the service, of ``row``, and its candidate row gives its trace and start: the rest
-    of where it is stored, so it is one point read, with no lookup in ``request_ids`` (~10 ms on 1 M
-    requests). Should that row be gone, it is looked up by id as any request is."""
-    since_ns = _members_since([row] if row["conversation_id"] else [])
-    members = queries.conversation_members(store, [row["conversation_id"]], int(row["started_at_ns"]), since_ns,
-                                           whole_rows=True)
-    candidates = _predecessor_candidates(store, [row], members, since_ns)
-    before = request_view.previous_requests([row], candidates).get(row["request_id"])
-    if before is None:
-        return None
-    for member in members:
-        if member["request_id"] == before["request_id"]:
-            return member
-    location = {"request_id": before["request_id"], "trace_id": before["trace_id"], "service": row["service"],
-                "started_at_ns": _rfc3339_ns(before["started_at"])}
-    return queries.request_at(store, location) or _row(store, before["request_id"])
+    row, documents, since_ns = _with_candidates(store, text)
+    return _assemble(store, [row], documents, since_ns=since_ns)[0]
 
 
 def trace(store: Store, text: str) -> dict[str, Any]:
     """``GET /api/traces/{trace_id}``: every LLM request of the trace, in start order."""
     trace_id = normalize_trace_id(text)
-    rows = queries.requests_by_trace(store, trace_id)
+    threads = queries.trace_threads(store, trace_id)
+    if not threads:
+        raise NotFound(f"no LLM requests recorded for trace {trace_id!r}")
+    first_ns = min(int(found["first_ns"]) for found in threads)
+    # The trace's requests and, before them, the earlier requests of their conversations (a trace's
+    # own thread holds nothing before its first request).
+    since_ns = max(queries.EARLIEST_NS, first_ns - PREDECESSOR_WINDOW_NS)
+    documents = queries.thread_documents(store, [found["thread"] for found in threads], since_ns,
+                                         max(int(found["last_ns"]) for found in threads),
+                                         queries.CONVERSATION_MEMBERS_MAX + queries.TRACE_REQUESTS_MAX)
+    rows = sorted((row for row in documents if row["trace_id"] == trace_id),
+                  key=lambda row: (int(row["started_at_ns"]), row["request_id"]))[:queries.TRACE_REQUESTS_MAX]
     if not rows:
         raise NotFound(f"no LLM requests recorded for trace {trace_id!r}")
-    return {"trace_id": trace_id,
-            "requests": _assemble(store, rows, whole_trace=True)}
+    return {"trace_id": trace_id, "requests": _assemble(store, rows, documents, since_ns=since_ns)}
 
 
 def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
@@ -214,17 +222,38 @@ def diff(store: Store, text_a: str, text_b: str) -> dict[str, Any]:
     """
     if not text_b:
         raise BadArgument("give the request to compare: ?b=ID (and ?a=ID, else b's previous request)")
-    row_b = _row(store, text_b)
     if text_a:
-        row_a, chosen_as = _row(store, text_a), "given"
+        row_b = _located_document(store, locate_request(store, text_b))
+        row_a, chosen_as = _located_document(store, locate_request(store, text_a)), "given"
     else:
-        row_a, chosen_as = _previous_row(store, row_b), "previous"
+        row_b, documents, since_ns = _with_candidates(store, text_b)
+        row_a, chosen_as = _previous_row(store, row_b, documents, since_ns), "previous"
         if row_a is None:
             raise NotFound(f"request {row_b['request_id']} is the first of its lineage "
                            "(conversation, service, provider, model, process): there is no previous request to compare with")
-    # Both objects from one read of their parts and one of their text; a diff shows no predecessor.
+    # Both objects from one read of their text; a diff shows no predecessor.
     request_a, request_b = _assemble(store, [row_a, row_b], predecessors=False)
     return {**diff_requests(request_a, request_b), "a_chosen_as": chosen_as}
+
+
+def _previous_row(store: Store, row: dict[str, Any], documents: list[dict[str, Any]],
+                  since_ns: int) -> dict[str, Any] | None:
+    """The document of the request before ``row`` in its lineage (its object's ``previous``), or None:
+    most often one of ``documents`` (its thread's, read with it); else the newest of its lineage before
+    them, a point read in its thread (a conversation's: only a conversation's lineage reaches back past
+    the documents)."""
+    candidates = _predecessor_candidates(store, [row], documents, since_ns)
+    before = request_view.previous_requests([row], candidates).get(row["request_id"])
+    if before is None:
+        return None
+    for found in documents:
+        if found["request_id"] == before["request_id"]:
+            return found
+    location = {"request_id": before["request_id"], "trace_id": before["trace_id"],
+                "conversation_id": row["conversation_id"], "started_at_ns": _rfc3339_ns(before["started_at"])}
+    found = queries.document_at(store, location)
+    # should it not be there (gone between the reads), it is looked up by id as any request is
+    return found if found is not None else _located_document(store, locate_request(store, before["request_id"]))
 
 
 # --- list filters --------------------------------------------------------------
@@ -295,15 +324,11 @@ def filter_choices(store: Store, since_ns: int, until_ns: int) -> dict[str, list
 
 
 def layer_bars(store: Store, summaries: list[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each listed request's blocks (name, layer, size) for its prompt bar, by request id; no text is read."""
-    by_request: dict[str, list[dict[str, Any]]] = {}
-    # blocks_for reads by the blocks' sorting key: service and start of each request
-    keys = [{"request_id": item["request_id"], "service": item["service"],
-             "started_at_ns": _rfc3339_ns(item["started_at"])} for item in summaries if item["prompt"]["mapped"]]
-    for block in queries.blocks_for(store, keys):
-        by_request.setdefault(block["request_id"], []).append(
-            {"index": block["index"], "name": block["name"], "layer": block["layer"], "size": block["size"]})
-    return by_request
+    """Each listed request's blocks (index, name, layer, size) for its prompt bar, by request id; no text is read."""
+    keys = [{"request_id": item["request_id"], "trace_id": item["trace_id"],
+             "conversation_id": item["conversation_id"], "started_at_ns": _rfc3339_ns(item["started_at"])}
+            for item in summaries if item["prompt"]["mapped"]]
+    return queries.block_bars(store, keys)
 
 
 def _rfc3339_ns(text: str) -> int:

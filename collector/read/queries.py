@@ -9,14 +9,15 @@ both stores. The same SQL runs on the embedded and the server store.
 Tables are ReplacingMergeTree (a resent batch collapses into one row when
 parts merge) and no read here uses ``FINAL``: FINAL reads every part of the
 table it names and turns off the bloom filters, so a lookup would cost as
-much as a scan. Each query instead reads by key (``request_ids`` gives a
-request's sorting key, see migration 020) or by bloom filter, and drops a
-not-yet-merged copy itself: ``LIMIT 1 BY`` the row's identity, or in Python
-for the list (``LIMIT 1 BY`` there would stop ClickHouse from reading in
-order and stopping after a page). Of two copies of a request the one with
-more ``merged_span_ids`` is read: a record a later export folded another
-span of its call into (write/calls.py) replaces the row stored first, and
-that is the row that survives the merge (the last inserted).
+much as a scan. Each query instead reads by key (``request_ids`` gives where
+a request is, ``trace_threads`` a trace's threads: the sorting key of their
+documents, migration 048) or by bloom filter, and drops a not-yet-merged
+copy itself: ``LIMIT 1 BY`` the row's identity, or in Python for the list
+(``LIMIT 1 BY`` there would stop ClickHouse from reading in order and
+stopping after a page). Of two copies of a request the one with more merged
+spans is read: a record a later export folded another span of its call into
+(write/calls.py) replaces the row stored first, and that is the row that
+survives the merge (the last inserted).
 
 The functions here only fetch rows; turning rows into request objects is
 ``request_view``'s job.
@@ -28,7 +29,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from ..record import CONTENT_KEY_BYTES, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, Column
+from ..record import CONTENT_KEY_BYTES, REQUEST_COLUMNS, Column
 from ..store.base import Store
 from .lineage import COLUMNS as LINEAGE_COLUMNS
 from .times import MAX_MOMENT_NS
@@ -66,8 +67,6 @@ def _select_list(columns: Iterable[Column]) -> str:
 # Columns a summary needs (lists, trace overviews, predecessors), and
 # everything a full request object shows; both from the declaration (record.py).
 _SUMMARY_COLUMNS = _select_list(column for column in REQUEST_COLUMNS if column.summary)
-# (a full request's row carries its tool definitions too: REQUEST_TOOL_COLUMNS, ``request_parts``)
-_REQUEST_COLUMNS = _select_list(REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS) + ",\n    toString(toDate(started_at)) AS day"
 # What a predecessor candidate needs: its lineage (lineage.COLUMNS), what
 # ``request_view.previous_requests`` shows of it, and what ``events`` needs to
 # give an unmapped one its prompt size. A third of the summary's columns: a
@@ -78,23 +77,10 @@ _PREDECESSOR_COLUMNS = _select_list(column for column in REQUEST_COLUMNS if colu
 
 # Where a request is stored, by its full id: the sorting key of its rows.
 REQUEST_LOCATION = """
-SELECT request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, service, trace_id
+SELECT request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, service, trace_id, conversation_id
 FROM {db:Identifier}.request_ids
 WHERE request_id = {request_id:String}
-ORDER BY started_at
-LIMIT 1
-"""
-
-# One request by its sorting key (service, hour, trace, id): a point read.
-REQUEST_AT = f"""
-SELECT {_REQUEST_COLUMNS}
-FROM {{db:Identifier}}.requests
-WHERE service = {{service:String}}
-  AND toStartOfHour(started_at) = toStartOfHour(fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC'))
-  AND trace_id = {{trace_id:String}}
-  AND request_id = {{request_id:String}}
-  AND started_at = fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC')
-ORDER BY length(merged_span_ids) DESC
+ORDER BY started_at, conversation_id = ''
 LIMIT 1
 """
 
@@ -104,127 +90,128 @@ LIMIT 1
 # location (as REQUEST_LOCATION gives it), so a prefix naming one request
 # costs no second read of the id table.
 REQUEST_IDS_BY_PREFIX = """
-SELECT request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, service, trace_id
+SELECT request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, service, trace_id, conversation_id
 FROM {db:Identifier}.request_ids
 WHERE startsWith(request_id, {prefix:String})
-ORDER BY request_id, started_at
+ORDER BY request_id, started_at, conversation_id = ''
 LIMIT 1 BY request_id
 LIMIT {limit:UInt32}
 """
 
-# When a trace's spans started: the exporter's trace-id lookup table (filled
-# by a view on otel_traces). Whole seconds; no row when no span of the trace
-# is stored there.
-TRACE_TIME_RANGE = """
-SELECT toInt64(toUnixTimestamp(min(Start))) AS first_second, toInt64(toUnixTimestamp(max(End))) AS last_second
-FROM {db:Identifier}.otel_traces_trace_id_ts
-WHERE TraceId = {trace_id:String}
-GROUP BY TraceId
-"""
+# --- request documents (migration 048) ---------------------------------------
+#
+# A request object reads `request_docs`: one row per request, sorted by thread
+# (conversation id, else trace id) and start, its keys and one JSON document
+# holding its `requests` row, its tool and block arrays and its content
+# references. A trace's requests and the earlier requests of their threads,
+# among which each finds its predecessor, are one read of a key range per
+# thread: a statement costs ClickHouse ~6 ms per table and ~0.25 ms per column
+# it reads, whatever the rows, and this one reads one table and five columns.
 
-# A trace's requests: the time range prunes partitions and, through the hour
-# in the sorting key, granules; the bloom filter on trace_id skips the rest.
-REQUESTS_BY_TRACE = f"""
-SELECT {_REQUEST_COLUMNS}
-FROM {{db:Identifier}}.requests
-WHERE trace_id = {{trace_id:String}}
+# A trace's threads and the time range of its requests in each (a view fills
+# the table from every insert: min and max over its not-yet-merged rows), to
+# the second: the range given covers the whole seconds.
+TRACE_THREADS = """
+SELECT thread, toInt64(toUnixTimestamp(min(first_start))) * 1000000000 AS first_ns,
+       (toInt64(toUnixTimestamp(max(last_start))) + 1) * 1000000000 - 1 AS last_ns
+FROM {db:Identifier}.trace_threads
+WHERE trace_id = {trace_id:String}
+GROUP BY thread
+ORDER BY thread
+LIMIT {limit:UInt32}
+"""
+# How many threads a trace's read takes (an agent's sub-conversations); past it the others are left out.
+TRACE_THREADS_MAX = 100
+
+_DOCUMENT_COLUMNS = ("trace_id, request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, "
+                     "toString(toDate(started_at)) AS day, doc")
+
+# The documents of some threads in a time window, newest first, one per request
+# (of two copies the one with more merged spans, as REQUEST_AT). The window of
+# a trace runs from PREDECESSOR_WINDOW_NS (read.lookups) before its first
+# request to its last: the trace's requests and their predecessor candidates.
+THREAD_DOCUMENTS = f"""
+SELECT {_DOCUMENT_COLUMNS}
+FROM {{db:Identifier}}.request_docs
+WHERE thread IN JSONExtract({{threads:String}}, 'Array(String)')
   AND started_at >= fromUnixTimestamp64Nano({{since_ns:Int64}}, 'UTC')
   AND started_at <= fromUnixTimestamp64Nano({{until_ns:Int64}}, 'UTC')
-ORDER BY started_at, request_id, length(merged_span_ids) DESC
+ORDER BY started_at DESC, request_id DESC, merged_spans DESC
 LIMIT 1 BY request_id
 LIMIT {{limit:UInt32}}
 """
 
-# A trace's requests as predecessor candidates (requests without a conversation).
-TRACE_MEMBERS = f"""
-SELECT {_PREDECESSOR_COLUMNS}
-FROM {{db:Identifier}}.requests
-WHERE trace_id = {{trace_id:String}}
-ORDER BY started_at, request_id, length(merged_span_ids) DESC
-LIMIT 1 BY request_id
-LIMIT {{limit:UInt32}}
+# One request's document by its sorting key: a point read.
+DOCUMENT_AT = f"""
+SELECT {_DOCUMENT_COLUMNS}
+FROM {{db:Identifier}}.request_docs
+WHERE thread = {{thread:String}}
+  AND started_at = fromUnixTimestamp64Nano({{started_at_ns:Int64}}, 'UTC')
+  AND request_id = {{request_id:String}}
+ORDER BY merged_spans DESC
+LIMIT 1
 """
 
-# Blocks and tools of some requests, by the sorting key's leading columns
-# (service, hour of the start) and the id: the caller knows all three from
-# the requests' rows, so the read touches only the granules of those hours.
-# content_sha256 and redacted: see migration 005 (request_view.content_key
-# falls back to sha256 for rows written before it).
-BLOCKS_FOR_REQUESTS = """
-SELECT request_id, toString(toDate(started_at)) AS day,
-       `index`, name, layer, stability, source, start, `end`, size, sha256, content_sha256, redacted
-FROM {db:Identifier}.blocks
-WHERE service IN JSONExtract({services:String}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
-  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
-ORDER BY request_id, `index`
-LIMIT 1 BY request_id, `index`
-"""
-
-TOOLS_FOR_REQUESTS = """
-SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256, content_sha256, redacted
-FROM {db:Identifier}.tools
-WHERE service IN JSONExtract({services:String}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
-  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
-ORDER BY request_id, `index`
-LIMIT 1 BY request_id, `index`
-"""
-
-# Both in one statement for a request's full object: a query costs ClickHouse
-# several milliseconds of CPU before it reads a row, so one read of two
-# tables is cheaper than two (1 M requests: ~21 against ~26 ms). A tool row
-# carries empty block columns, dropped by ``blocks_and_tools_for``.
-_KEYED_BY_REQUEST = """
-WHERE service IN JSONExtract({services:String}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
-  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
-ORDER BY request_id, `index`
-LIMIT 1 BY request_id, `index`"""
-_BLOCK_ONLY_COLUMNS = ("layer", "stability", "source", "start", "end")
-# The block rows alone in that layout: a request's tools are on its row
-# (migration 046), and `tools` is read only when one of the requests has
-# none there (a row written before 046, tools that came in log records).
-BLOCKS_AS_PARTS = f"""
-SELECT 'block' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
-       toString(layer) AS layer, toString(stability) AS stability, toString(source) AS source,
-       toUInt64(start) AS start, toUInt64(`end`) AS `end`, size, sha256, content_sha256, redacted
-FROM {{db:Identifier}}.blocks{_KEYED_BY_REQUEST}
-"""
-BLOCKS_AND_TOOLS_FOR_REQUESTS = f"""
-SELECT * FROM ({BLOCKS_AS_PARTS})
-UNION ALL
-SELECT * FROM (
-    SELECT 'tool' AS part, request_id, toString(toDate(started_at)) AS day, `index`, toString(name) AS name,
-           '' AS layer, '' AS stability, '' AS source, toUInt64(0) AS start, toUInt64(0) AS `end`,
-           size, sha256, content_sha256, redacted
-    FROM {{db:Identifier}}.tools{_KEYED_BY_REQUEST}
-)
-"""
-
-# The content item keys of some requests (read.content joins the texts back),
-# by request_content's sorting key: thread (conversation id, else trace id) and start.
-# A row's references are one JSON object, `content_refs` (migration 047: one
-# column read instead of twenty), each key as the 32 hex characters of the
-# digest's first 16 bytes; ``references`` unpacks it.
-CONTENT_REFERENCES = """
-SELECT request_id, toString(toDate(started_at)) AS content_day, content_refs
-FROM {db:Identifier}.request_content
-WHERE thread IN JSONExtract({threads:String}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
-  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
-LIMIT 1 BY request_id
-"""
+# Values a document may hold as JSON strings (toJSONString quotes 64-bit
+# integers unless the session says otherwise): read back as the row's types.
+_INTEGER_KEYS = frozenset(column.key for column in REQUEST_COLUMNS
+                          if column.type.removeprefix("Nullable(").startswith(("Int", "UInt")))
+_INTEGER_ARRAYS = ("tool_sizes", "block_index", "block_starts", "block_ends", "block_sizes")
 
 
-def references(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A CONTENT_REFERENCES row as ``read.content`` takes it: request_id, content_day and each
-    content field's columns (``record.content_columns``) from its ``content_refs``."""
-    return {**json.loads(row["content_refs"]), "request_id": row["request_id"], "content_day": row["content_day"]}
+def document_row(found: Mapping[str, Any]) -> dict[str, Any]:
+    """A THREAD_DOCUMENTS or DOCUMENT_AT row → the request's row as REQUEST_AT gives it, plus its
+    block arrays and ``content_refs`` (``references`` form, or None when nothing was captured)."""
+    row = json.loads(found["doc"])
+    for key in _INTEGER_KEYS:
+        value = row.get(key)
+        if isinstance(value, str):
+            row[key] = int(value)
+    for key in _INTEGER_ARRAYS:
+        values = row.get(key)
+        if values and isinstance(values[0], str):
+            row[key] = [int(value) for value in values]
+    row.update(trace_id=found["trace_id"], request_id=found["request_id"],
+               started_at_ns=int(found["started_at_ns"]), day=found["day"])
+    refs = row.get("content_refs")
+    row["content_refs"] = {**refs, "request_id": row["request_id"], "content_day": row["day"]} if refs else None
+    return row
+
+
+def document_blocks(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The block rows (as BLOCKS_FOR_REQUESTS gives them) of a ``document_row``, in index order."""
+    return [{"request_id": row["request_id"], "day": row["day"], "index": index, "name": name, "layer": layer,
+             "stability": stability, "source": source, "start": start, "end": end, "size": size, "sha256": sha256,
+             "content_sha256": content_sha256, "redacted": redacted}
+            for index, name, layer, stability, source, start, end, size, sha256, content_sha256, redacted in zip(
+                row["block_index"], row["block_names"], row["block_layers"], row["block_stabilities"],
+                row["block_sources"], row["block_starts"], row["block_ends"], row["block_sizes"], row["block_sha256"],
+                row["block_content_sha256"], row["block_redacted"])]
+
+
+def trace_threads(store: Store, trace_id: str) -> list[dict[str, Any]]:
+    """The threads of a trace with the first and last start of its requests in each (Unix ns)."""
+    return _run(store, TRACE_THREADS, trace_id=trace_id, limit=TRACE_THREADS_MAX)
+
+
+def thread_documents(store: Store, threads: Iterable[str], since_ns: int, until_ns: int,
+                     limit: int) -> list[dict[str, Any]]:
+    """``document_row``s of the threads' requests started in [since_ns, until_ns], newest first, up to ``limit``."""
+    threads = sorted(set(threads))
+    if not threads:
+        return []
+    found = _run(store, THREAD_DOCUMENTS, threads=json.dumps(threads), since_ns=max(EARLIEST_NS, since_ns),
+                 until_ns=until_ns, limit=limit)
+    return [document_row(row) for row in found]
+
+
+def document_at(store: Store, location: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``document_row`` of the request at ``location`` (``request_location``: its thread is its
+    conversation, else its trace)."""
+    found = _run(store, DOCUMENT_AT, thread=location["conversation_id"] or location["trace_id"],
+                 started_at_ns=int(location["started_at_ns"]),
+                 request_id=location["request_id"])
+    return document_row(found[0]) if found else None
 
 
 # Content is stored once per (day, key of the text); a request on day D
@@ -320,27 +307,6 @@ WHERE {_LIST_WHERE}LIMIT {{limit:UInt32}}
 )
 """
 
-# The requests of some conversations in a time window, newest first: each
-# request's predecessor (for growth) is found among them. The bloom filter
-# on conversation_id skips every other granule, the window the other days.
-def _conversation_members(since: str, until: str, columns: str = _PREDECESSOR_COLUMNS) -> str:
-    return f"""
-SELECT {columns}
-FROM {{db:Identifier}}.requests
-WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)')
-  AND started_at >= fromUnixTimestamp64Nano({{{since}:Int64}}, 'UTC')
-  AND started_at <= fromUnixTimestamp64Nano({{{until}:Int64}}, 'UTC')
-ORDER BY started_at DESC, request_id DESC, length(merged_span_ids) DESC
-LIMIT 1 BY request_id
-LIMIT {{limit:UInt32}}
-"""
-
-
-CONVERSATION_MEMBERS = _conversation_members("since_ns", "until_ns")
-# The same requests as whole rows (REQUEST_AT's columns): for a diff, whose a is usually one of them, so
-# that a is not read again (one read of 61 columns costs less than 14 columns and then a point read).
-CONVERSATION_MEMBER_ROWS = _conversation_members("since_ns", "until_ns", _REQUEST_COLUMNS)
-
 # The newest request of each lineage of some conversations before a moment:
 # the predecessor of a request that has none in the window read above.
 CONVERSATION_LINEAGES_BEFORE = f"""
@@ -351,31 +317,6 @@ WHERE conversation_id IN JSONExtract({{conversation_ids:String}}, 'Array(String)
 ORDER BY started_at DESC, request_id DESC, length(merged_span_ids) DESC
 LIMIT 1 BY conversation_id, service, provider, model, process_kind
 """
-
-# Everything a request object needs besides its own row and the text, in one
-# statement: its blocks and tools, its content references and, for a request
-# of a conversation, the conversation's earlier requests among which its
-# predecessor is (``request_parts``). They are independent of each other once
-# the request rows are known, and a statement costs ClickHouse milliseconds of
-# CPU before it reads a row (1 M requests: ~56 against ~69 ms as three). Each
-# branch keeps its own columns: a row comes back as its JSONEachRow text
-# (formatRowNoNewline, the same values as a query of that branch alone) under
-# the branch's kind.
-def _branch(kind: str, sql: str) -> str:
-    return f"SELECT '{kind}' AS kind, formatRowNoNewline('JSONEachRow', *) AS row FROM ({sql})"
-
-
-def _request_parts(tools: bool, members: bool) -> str:
-    branches = [_branch("part", BLOCKS_AND_TOOLS_FOR_REQUESTS if tools else BLOCKS_AS_PARTS),
-                _branch("content", CONTENT_REFERENCES)]
-    if members:
-        branches.append(_branch("member", _conversation_members("members_since_ns", "members_until_ns")))
-    return "\nUNION ALL\n".join(branches)
-
-
-# By (tools from `tools`, conversation members): the four forms of the statement.
-REQUEST_PARTS_SQL = {(tools, members): _request_parts(tools, members) for tools in (False, True) for members in (False, True)}
-
 
 def inline_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The tool rows (as TOOLS_FOR_REQUESTS gives them) of a request row that carries its tools (migration 046)."""
@@ -389,50 +330,6 @@ def inline_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
 def has_inline_tools(row: Mapping[str, Any]) -> bool:
     """Whether the row holds its request's tools (else they are rows of `tools`, if any)."""
     return bool(row.get("tool_names"))
-
-
-@dataclass(frozen=True)
-class RequestParts:
-    """What ``request_parts`` read: as ``blocks_and_tools_for``, ``content_references`` and ``conversation_members`` give it."""
-
-    blocks: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    references: dict[str, dict[str, Any]]
-    members: list[dict[str, Any]]
-
-
-def request_parts(store: Store, rows: Iterable[dict[str, Any]], conversation_ids: Iterable[str] = (),
-                  members_since_ns: int = 0, members_until_ns: int = MAX_MOMENT_NS) -> RequestParts:
-    """``blocks_and_tools_for(rows)``, ``content_references(rows)`` and, when ``conversation_ids`` are given,
-    ``conversation_members(conversation_ids, members_until_ns, members_since_ns)``, from one query.
-
-    A row read with REQUEST_COLUMNS' tool arrays (migration 046) that holds its tools gives them itself
-    (``inline_tools``); `tools` is read only when some row does not."""
-    rows = list(rows)
-    if not rows:
-        return RequestParts([], [], {}, conversation_members(store, conversation_ids, members_until_ns, members_since_ns))
-    ids = sorted({conversation_id for conversation_id in conversation_ids if conversation_id})
-    starts = [int(row["started_at_ns"]) for row in rows]
-    parameters = dict(request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
-                      services=json.dumps(sorted({row["service"] for row in rows})),
-                      threads=json.dumps(sorted({row["conversation_id"] or row["trace_id"] for row in rows})),
-                      since_ns=min(starts), until_ns=max(starts))
-    if ids:
-        parameters.update(conversation_ids=json.dumps(ids), members_since_ns=members_since_ns,
-                          members_until_ns=members_until_ns, limit=CONVERSATION_MEMBERS_MAX)
-    inline = {row["request_id"]: inline_tools(row) for row in rows if has_inline_tools(row)}
-    found: dict[str, list[dict[str, Any]]] = {"part": [], "content": [], "member": []}
-    sql = REQUEST_PARTS_SQL[len(inline) < len({row["request_id"] for row in rows}), bool(ids)]
-    for row in _run(store, sql, **parameters):
-        found[row["kind"]].append(json.loads(row["row"]))
-    blocks, tools = _split_parts(found["part"], {row["request_id"] for row in rows})
-    # A row's own tools win over rows of `tools` for the same request (those came from log records).
-    tools = sorted([*(tool for tool in tools if tool["request_id"] not in inline),
-                    *(tool for request_tools in inline.values() for tool in request_tools)],
-                   key=lambda tool: (tool["request_id"], int(tool["index"])))
-    # UNION ALL keeps no order: the members newest first, as CONVERSATION_MEMBERS gives them
-    members = sorted(found["member"], key=lambda row: (int(row["started_at_ns"]), row["request_id"]), reverse=True)
-    return RequestParts(blocks, tools, {row["request_id"]: references(row) for row in found["content"]}, members)
 
 
 # One request's message history as events: an agent loop of a few thousand
@@ -474,50 +371,66 @@ def request_location(store: Store, request_id: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def request_at(store: Store, location: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The full row of the request at ``location`` (``request_location``, ``request_ids_by_prefix``): a point read."""
-    rows = _run(store, REQUEST_AT, service=location["service"], started_at_ns=int(location["started_at_ns"]),
-                trace_id=location["trace_id"], request_id=location["request_id"])
-    return rows[0] if rows else None
-
-
-def request_by_id(store: Store, request_id: str) -> dict[str, Any] | None:
-    """The full row of one request: where it is (``request_ids``), then a point read there."""
-    location = request_location(store, request_id)
-    return request_at(store, location) if location else None
-
-
 def request_ids_by_prefix(store: Store, prefix: str) -> list[dict[str, Any]]:
     """Up to AMBIGUOUS_CANDIDATES_SHOWN + 1 requests whose id starts with ``prefix``, each with its location."""
     return _run(store, REQUEST_IDS_BY_PREFIX, prefix=prefix, limit=AMBIGUOUS_CANDIDATES_SHOWN + 1)
 
 
-def _trace_window(store: Store, trace_id: str) -> tuple[int, int]:
-    """Unix ns bounds of a trace's span starts; everything when the lookup table does not know it."""
-    found = _run(store, TRACE_TIME_RANGE, trace_id=trace_id)
-    if not found:
-        return EARLIEST_NS, LATEST_NS
-    return int(found[0]["first_second"]) * 1_000_000_000, (int(found[0]["last_second"]) + 1) * 1_000_000_000
+# The rows of `tools` of some requests: tool definitions that came in log records (a request's own
+# are on its row, migration 046), by the sorting key's leading columns (service, hour of the start)
+# and the id: the caller knows all three from the requests' rows, so the read touches only the
+# granules of those hours. content_sha256 and redacted: see migration 005.
+TOOLS_FOR_REQUESTS = """
+SELECT request_id, toString(toDate(started_at)) AS day, `index`, name, size, sha256, content_sha256, redacted
+FROM {db:Identifier}.tools
+WHERE service IN JSONExtract({services:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+ORDER BY request_id, `index`
+LIMIT 1 BY request_id, `index`
+"""
+
+# Each listed request's blocks for its prompt bar (index, name, layer, size), from its document:
+# by the documents' sorting key (thread, start), one parse of each in ClickHouse, no text.
+BLOCK_BARS = """
+SELECT request_id,
+       JSONExtract(doc, 'Tuple(block_index Array(UInt32), block_names Array(String), block_layers Array(String), block_sizes Array(UInt64))') AS bars
+FROM {db:Identifier}.request_docs
+WHERE thread IN JSONExtract({threads:String}, 'Array(String)')
+  AND started_at >= fromUnixTimestamp64Nano({since_ns:Int64}, 'UTC')
+  AND started_at <= fromUnixTimestamp64Nano({until_ns:Int64}, 'UTC')
+  AND request_id IN JSONExtract({request_ids:String}, 'Array(String)')
+ORDER BY request_id, merged_spans DESC
+LIMIT 1 BY request_id
+"""
 
 
-def requests_by_trace(store: Store, trace_id: str) -> list[dict[str, Any]]:
-    since_ns, until_ns = _trace_window(store, trace_id)
-    rows = _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, since_ns=since_ns, until_ns=until_ns,
-                limit=TRACE_REQUESTS_MAX)
-    if not rows and (since_ns, until_ns) != (EARLIEST_NS, LATEST_NS):
-        # the request rows and the spans' lookup rows disagree (written apart): look everywhere
-        rows = _run(store, REQUESTS_BY_TRACE, trace_id=trace_id, since_ns=EARLIEST_NS, until_ns=LATEST_NS,
-                    limit=TRACE_REQUESTS_MAX)
-    return rows
-
-
-def trace_members(store: Store, trace_id: str) -> list[dict[str, Any]]:
-    """A trace's requests, with the columns of a predecessor candidate (PREDECESSOR_FIELDS)."""
-    return _run(store, TRACE_MEMBERS, trace_id=trace_id, limit=TRACE_REQUESTS_MAX)
+def block_bars(store: Store, rows: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The blocks (index, name, layer, size) of each of ``rows`` (with request_id, trace_id,
+    conversation_id, started_at_ns), by request id, in index order; a request without any is left out."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    starts = [int(row["started_at_ns"]) for row in rows]
+    found = _run(store, BLOCK_BARS, threads=json.dumps(sorted({row["conversation_id"] or row["trace_id"] for row in rows})),
+                 request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
+                 since_ns=min(starts), until_ns=max(starts))
+    wanted = {row["request_id"] for row in rows}
+    bars = {}
+    for row in found:
+        if row["request_id"] not in wanted or not row["bars"]["block_index"]:
+            continue
+        parts = row["bars"]
+        bars[row["request_id"]] = [
+            {"index": int(index), "name": name, "layer": layer, "size": int(size)}
+            for index, name, layer, size in zip(parts["block_index"], parts["block_names"], parts["block_layers"],
+                                                parts["block_sizes"])]
+    return bars
 
 
 def _by_request_key(store: Store, sql: str, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of ``blocks`` or ``tools`` for the requests of ``rows`` (each with request_id, service, started_at_ns)."""
+    """Rows of ``tools`` for the requests of ``rows`` (each with request_id, service, started_at_ns)."""
     rows = list(rows)
     if not rows:
         return []
@@ -530,46 +443,8 @@ def _by_request_key(store: Store, sql: str, rows: Iterable[dict[str, Any]]) -> l
     return [row for row in found if row["request_id"] in wanted]
 
 
-def blocks_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return _by_request_key(store, BLOCKS_FOR_REQUESTS, rows)
-
-
 def tools_for(store: Store, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return _by_request_key(store, TOOLS_FOR_REQUESTS, rows)
-
-
-def blocks_and_tools_for(store: Store, rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``blocks_for`` and ``tools_for`` of ``rows`` from one query, each in (request_id, index) order."""
-    rows = list(rows)
-    return _split_parts(_by_request_key(store, BLOCKS_AND_TOOLS_FOR_REQUESTS, rows), {row["request_id"] for row in rows})
-
-
-def _split_parts(found: list[dict[str, Any]], wanted: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """BLOCKS_AND_TOOLS_FOR_REQUESTS rows of the requests ``wanted`` → blocks and tools, each in (request_id, index) order."""
-    blocks, tools = [], []
-    # The IN lists select a cross product of services and ids: keep the requests asked for.
-    for row in (row for row in found if row["request_id"] in wanted):
-        if row.pop("part") == "block":
-            blocks.append(row)
-        else:
-            for name in _BLOCK_ONLY_COLUMNS:
-                del row[name]
-            tools.append(row)
-    order = lambda row: (row["request_id"], int(row["index"]))  # noqa: E731
-    return sorted(blocks, key=order), sorted(tools, key=order)
-
-
-def content_references(store: Store, rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The ``request_content`` row of each of ``rows`` that has captured content, by request id."""
-    rows = list(rows)
-    if not rows:
-        return {}
-    starts = [int(row["started_at_ns"]) for row in rows]
-    found = _run(store, CONTENT_REFERENCES,
-                 threads=json.dumps(sorted({row["conversation_id"] or row["trace_id"] for row in rows})),
-                 request_ids=json.dumps(sorted({row["request_id"] for row in rows})),
-                 since_ns=min(starts), until_ns=max(starts))
-    return {row["request_id"]: references(row) for row in found}
 
 
 def contents_for(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -640,23 +515,6 @@ def count_requests(store: Store, filters: RequestFilters) -> int:
     """Requests matching ``filters`` (the cursor ignored), up to LIST_COUNT_MAX + 1."""
     parameters = {**_list_parameters(filters), "cursor_id": "", "cursor_ns": 0, "limit": LIST_COUNT_MAX + 1}
     return int(_run(store, LIST_REQUESTS_COUNT, **parameters)[0]["total"])
-
-
-def conversation_members(store: Store, conversation_ids: Iterable[str], until_ns: int,
-                         since_ns: int = EARLIEST_NS, *, whole_rows: bool = False) -> list[dict[str, Any]]:
-    """Requests of the conversations started in [since_ns, until_ns], newest first (PREDECESSOR_FIELDS;
-    ``whole_rows``: every column, as ``request_at`` gives a row)."""
-    ids = sorted({conversation_id for conversation_id in conversation_ids if conversation_id})
-    if not ids:
-        return []
-    return _run(
-        store,
-        CONVERSATION_MEMBER_ROWS if whole_rows else CONVERSATION_MEMBERS,
-        conversation_ids=json.dumps(ids),
-        since_ns=since_ns,
-        until_ns=until_ns,
-        limit=CONVERSATION_MEMBERS_MAX,
-    )
 
 
 def conversation_lineages_before(store: Store, conversation_ids: Iterable[str], before_ns: int) -> list[dict[str, Any]]:

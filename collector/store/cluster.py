@@ -22,9 +22,11 @@ schema cannot drift from the single-server one:
   tables ``ON CLUSTER`` (each Distributed table names its local table, so it
   follows); a drop removes the Distributed and the local table.
 
-Rows are sharded by trace id (``requests``, ``blocks``, ``tools``,
-``otel_traces``, ``genai_events``, ``otel_logs``): a request, its blocks and its spans live on one shard, so
+Rows are sharded by trace id (``requests``, ``tools``, ``otel_traces``,
+``genai_events``, ``otel_logs``): a request and its spans live on one shard, so
 ``FINAL`` collapses re-sent copies there and a co-located join is correct.
+A request's document (``request_docs``, migration 048) is sharded by its
+thread, so a conversation's documents, read together, are on one shard.
 ``contents`` is sharded by its hash, as it is content-addressed.
 
 Print the DDL: ``python -m promptprism.collector.store.cluster --cluster NAME``
@@ -61,8 +63,8 @@ REBUILD_SUFFIX = "__rebuild"
 # see which migrations ran, whichever shard a collector connects to.
 MIGRATIONS_PATH = "/clickhouse/tables/all/{database}/schema_migrations"
 
-# The shard of a row. Trace id keeps a request with its blocks, tools and
-# spans; contents are addressed by hash.
+# The shard of a row. Trace id keeps a request with its tools and spans (and,
+# until migration 050, its blocks); contents are addressed by hash.
 SHARDING_KEYS = {
     "requests": "cityHash64(trace_id)",
     "blocks": "cityHash64(trace_id)",
@@ -71,6 +73,10 @@ SHARDING_KEYS = {
     "request_ids": "cityHash64(trace_id)",
     # a conversation's key lists side by side, as the table is sorted
     "request_content": "cityHash64(thread)",
+    # a conversation's documents on one shard: a trace's read of a thread's window is one shard's
+    "request_docs": "cityHash64(thread)",
+    # filled by a view on each shard's `request_docs` inserts: beside the thread's documents
+    "trace_threads": "cityHash64(thread)",
     "contents": "cityHash64(sha256)",
     "otel_traces": "cityHash64(TraceId)",
     "otel_traces_trace_id_ts": "cityHash64(TraceId)",

@@ -121,12 +121,3 @@ def list_array(offsets: list[int], items: pa.Array) -> pa.ListArray:
 def pluck(items: Iterable[Any], name: str) -> list:
     """One attribute of every item (``attrgetter`` in C: no Python call per item)."""
     return list(map(attrgetter(name), items))
-
-
-def repeat(values: Iterable[Any], counts: Iterable[int]) -> list:
-    """Each value ``count`` times: a per-request column spread over its blocks."""
-    out: list = []
-    for value, count in zip(values, counts):
-        if count:
-            out.extend([value] * count)
-    return out

@@ -16,8 +16,8 @@ record instead — under the stored record's identity (service, start, trace,
 span id: the sorting keys of its rows), so ReplacingMergeTree replaces the
 stored rows with it (the row inserted last survives, within one insert too)
 and every total counts the call once. Its ``merged_span_ids`` lists the other
-spans. ``requests``, ``blocks``, ``tools`` and ``request_content`` rows of
-the later spans are left out of the export; their spans stay in ``otel_traces``.
+spans. ``requests``, ``request_docs`` and ``tools`` rows of the later spans
+are left out of the export; their spans stay in ``otel_traces``.
 
 The memory is bounded: the identities of ``RECENT_CALLS`` records (oldest
 traces forgotten first, at most ``CALLS_PER_TRACE`` per trace), and, to

@@ -51,7 +51,7 @@ MAX_SIBLING_WINDOW = 16
 
 # Fields that belong to the span a record is: never taken from the merged span.
 _OWN = frozenset({"trace_id", "request_id", "parent_span_id", "started_at_ns", "duration_ns", "span_name",
-                  "scope_name", "merged_span_ids", "attributes", "resource_attributes"})
+                  "scope_name", "merged_span_ids", "attributes", "resource_attributes", "thread"})
 # The prompt: taken as a whole or not at all.
 _PROMPT = ("blocks", "prompt_bytes", "prompt_sha256", "mapped", "unmapped_reason")
 
@@ -249,8 +249,9 @@ def same_call(rule: str, stored: CallIdentity, later: CallIdentity) -> bool:
             and _may_be_one_call(stored, later) and _inside(stored, later) and _models_agree(stored, later))
 
 
-# Where a stored row is: the sorting keys of requests, blocks, tools, request_content and request_ids
-# (service, start, trace, id) and the span it is. A row can only be replaced under the same key.
+# Where a stored row is: the sorting keys of requests, tools and request_ids (service, start, trace,
+# id) and the span it is; its document's thread is kept apart (``merged_into``). A row can only be
+# replaced under the same key.
 _STORED_IDENTITY = ("trace_id", "request_id", "parent_span_id", "started_at_ns", "duration_ns", "span_name",
                     "scope_name", "service", "resource_attributes")
 
@@ -260,8 +261,8 @@ def merged_into(stored: RequestRecord, later: list[RequestRecord]) -> RequestRec
     them (promptprism's map first, …), under the stored record's identity so that
     its rows are replaced (ReplacingMergeTree keeps the row inserted last).
 
-    Never fewer blocks or tools than the stored row has: a row of ``blocks`` or
-    ``tools`` past the new count would be left behind under the same key.
+    Never fewer blocks or tools than the stored row has (a merge never takes a
+    prompt or tools away from a call).
     """
     group = [copy.copy(stored), *(copy.copy(record) for record in later)]
     merged = _merged(group)
@@ -274,4 +275,6 @@ def merged_into(stored: RequestRecord, later: list[RequestRecord]) -> RequestRec
         merged.tools, merged.tools_count = stored.tools, max(merged.tools_count, stored.tools_count)
     spans = {*stored.merged_span_ids, *(span for record in later for span in (record.request_id, *record.merged_span_ids))}
     merged.merged_span_ids = sorted(spans - {stored.request_id})
+    # its document replaces the stored one under the stored one's thread, conversation id or not
+    merged.thread = stored.thread or stored.conversation_id or stored.trace_id
     return merged

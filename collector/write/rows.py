@@ -1,18 +1,20 @@
 """Records → columns: one pyarrow table per store table. Pure, no I/O.
 
 ``reassemble`` hands over ``RequestRecord``s and ``DecodedSpan``s; this
-module lays them out as the columns of ``requests``, ``blocks``, ``tools``,
-``contents``, ``request_content`` and ``otel_traces`` (store/schema), and a logs export's
-``GenAIEvent``s and other ``DecodedLogRecord``s as ``genai_events`` and
-``otel_logs``. The sink writes the tables.
+module lays them out as the columns of ``requests``, ``request_docs`` (a
+request with its blocks and content references, packed by the store into one
+document: migration 048), ``tools``, ``contents`` and ``otel_traces``
+(store/schema), and a logs export's ``GenAIEvent``s and other
+``DecodedLogRecord``s as ``genai_events`` and ``otel_logs``. The sink writes
+the tables.
 
 ``otel_traces`` follows the OpenTelemetry Collector ClickHouse exporter
 column for column, and stringifies attribute values the way it does
 (pdata ``Value.AsString``), so tools that read that exporter's tables read
 ours unchanged. One difference: block and tool text that ``contents``
 already holds (``promptprism.block.content`` / ``promptprism.tool.content``)
-is left out of ``Events.Attributes``; the ``blocks`` and ``tools`` rows
-point to it. Text is stored once per distinct hash and day, not once per
+is left out of ``Events.Attributes``; the request's document and its
+``tools`` point to it. Text is stored once per distinct hash and day, not once per
 request.
 
 ``contents`` is keyed by the sha256 of the text it holds
@@ -43,24 +45,32 @@ from ..record import (
     CONTENT_OBJECT,
     CONTENT_WHOLE,
     GENAI_EVENT_COLUMNS,
+    REQUEST_BLOCK_ARRAYS,
     REQUEST_COLUMNS,
     REQUEST_TOOL_COLUMNS,
+    REQUESTS_TABLE_COLUMNS,
     Block,
     GenAIEvent,
     RequestRecord,
     ToolDefinition,
+    content_columns,
     stored_content_key,
 )
 from ..store.declared import DeclaredTable, integer_array
-from ._columns import OFFSET_TYPE, STRING_MAP, MapColumn, list_array, pluck, repeat
+from ._columns import OFFSET_TYPE, STRING_MAP, MapColumn, list_array, pluck
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
 TIMESTAMP = pa.timestamp("ns", tz="UTC")
 
 # Tables in the order the sink inserts them: text first, so a request row
-# never points at content that is not there yet.
-TABLES = ("contents", "request_content", "blocks", "tools", "requests", "otel_traces")
+# never points at content that is not there yet; `request_docs` before
+# `requests`, so a request the lists (and `request_ids`) show has its document.
+TABLES = ("contents", "tools", "request_docs", "requests", "otel_traces")
+# Tables of spool files written before migration 050, which no longer exist: a file written before 048
+# has no `request_docs` and they are folded into it; one written since holds their rows there too
+# (``in_todays_layout``).
+FOLDED_TABLES = ("blocks", "request_content")
 # What a logs export writes, after the above when a group holds both.
 LOG_TABLES = ("genai_events", "otel_logs")
 # What a metrics export writes (metric_rows): one table per OTLP metric type.
@@ -90,8 +100,10 @@ def _day(started_at_ns: int) -> int:
 
 # --- requests ---------------------------------------------------------------
 
-# Every column of `requests`, laid out as the record declares it (record.py).
+# Every column of a request but its captured content, laid out as the record declares it (record.py):
+# the inputs of its document; `requests` stores REQUESTS_TABLE_COLUMNS of them.
 _REQUESTS = DeclaredTable(REQUEST_COLUMNS)
+_REQUESTS_TABLE = [column.name for column in REQUESTS_TABLE_COLUMNS]
 
 
 _TOOL_ARROW_TYPES = {"tool_names": pa.string(), "tool_sizes": pa.uint64(), "tool_sha256": pa.string(),
@@ -101,12 +113,18 @@ _UINT64_MAX = 2**64 - 1
 
 
 def requests_table(records: Iterable[RequestRecord]) -> pa.Table:
-    """The declared columns, then each request's tool definitions as arrays (record.REQUEST_TOOL_COLUMNS)."""
+    """Every declared column, then each request's tool definitions as arrays (record.REQUEST_TOOL_COLUMNS):
+    the request's document inputs (``request_docs_table``; ``requests`` takes ``stored_requests`` of them)."""
     records = list(records)
     table = _REQUESTS.table(records)
     for name, (offsets, values) in _tool_arrays(records).items():
         table = table.append_column(name, list_array(offsets, pa.array(values, _TOOL_ARROW_TYPES[name])))
     return table
+
+
+def stored_requests(table: pa.Table) -> pa.Table:
+    """The columns of a ``requests_table`` that `requests` stores (migration 051)."""
+    return table.select([name for name in _REQUESTS_TABLE if name in table.column_names])
 
 
 def _tool_arrays(records: list[RequestRecord]) -> dict[str, tuple[list[int], list]]:
@@ -124,7 +142,7 @@ def _tool_arrays(records: list[RequestRecord]) -> dict[str, tuple[list[int], lis
             "tool_content_sha256": (offsets, content_keys), "tool_redacted": (offsets, redacted)}
 
 
-# --- blocks, tools, contents ------------------------------------------------
+# --- blocks, tools, contents ----------------------------------------------
 
 def content_sha256(item: Block | ToolDefinition) -> str:
     """The key of ``item``'s text in ``contents``: the sha256 of the text
@@ -144,33 +162,16 @@ def content_sha256(item: Block | ToolDefinition) -> str:
 
 
 def content_sha256_column(item: Block | ToolDefinition) -> str:
-    """``content_sha256`` as the ``blocks`` and ``tools`` rows store it: ''
-    when the text is stored under the row's own ``sha256`` (the text as sent,
+    """``content_sha256`` as a document's block arrays and the tools store it: ''
+    when the text is stored under the item's own ``sha256`` (the text as sent,
     the usual case) or not at all, so the column holds only what ``sha256``
     does not say (migration 040); readers then look under ``sha256``."""
     key = content_sha256(item)
     return "" if key == item.sha256 else key
 
 
-def blocks_table(records: Iterable[RequestRecord]) -> pa.Table:
-    # Column by column from flat lists: tens of thousands of blocks per
-    # export, so no per-row tuple or dict (see _columns.py).
-    records = [record for record in records if record.blocks]
-    counts = [len(record.blocks) for record in records]
-    blocks = [block for record in records for block in record.blocks]
-    # A request's values spread over its blocks by Arrow's take (one C pass per
-    # column) rather than as a Python list per column: ~4.6 → ~1.3 ms per 512 × 40 export.
-    owner = pa.array(repeat(range(len(records)), counts), pa.int32())
-    per_request = {
-        "started_at": pa.array([int(r.started_at_ns) for r in records], TIMESTAMP).take(owner),
-        **{name: pa.array(pluck(records, name), pa.string()).take(owner)
-           for name in ("trace_id", "request_id", "service", "model", "process_kind", "conversation_id")},
-    }
-    return pa.table({**per_request, **block_columns(blocks)})
-
-
 def block_columns(blocks: list[Block]) -> dict[str, pa.Array]:
-    """The ``blocks`` columns that come from each block itself. In one C pass when built
+    """The columns of each block itself (the block arrays of ``request_docs``). In one C pass when built
     (~20k blocks per 512 × 40 export: ~14 → ~4 ms); it hands anything unusual back to
     ``block_columns_python``, the definition."""
     if _compiled_block_columns is not None:
@@ -221,7 +222,7 @@ def tools_table(records: Iterable[RequestRecord]) -> pa.Table:
 ContentKey = tuple[int, str]  # (day number since 1970-01-01, sha256 of the stored text)
 
 
-# --- captured content fields: items in `contents`, keys in `request_content` ----
+# --- captured content fields: items in `contents`, keys in the document ----------
 
 @dataclass(slots=True)
 class ContentItems:
@@ -298,18 +299,14 @@ def content_items(record: RequestRecord) -> dict[str, ContentItems]:
     return found
 
 
-def request_content_table(records: Iterable[RequestRecord],
-                          items: dict[str, dict[str, ContentItems]]) -> pa.Table:
-    """One row per request with captured content: the keys of its items (see record.content_columns)."""
-    rows = [record for record in records if items.get(record.request_id)]
-    columns: dict[str, pa.Array] = {
-        "thread": pa.array([r.conversation_id or r.trace_id for r in rows], pa.string()),
-        "started_at": pa.array([int(r.started_at_ns) for r in rows], TIMESTAMP),
-        "request_id": pa.array([r.request_id for r in rows], pa.string()),
-    }
+def content_reference_columns(records: list[RequestRecord],
+                              items: dict[str, dict[str, ContentItems]]) -> dict[str, pa.Array]:
+    """The content-reference columns (record.content_columns) of each of ``records``; a field
+    not captured is CONTENT_ABSENT with empty lists."""
+    columns: dict[str, pa.Array] = {}
     empty = ContentItems(CONTENT_ABSENT, [], [], [])
     for column in CONTENT_COLUMNS:
-        fields = [items[r.request_id].get(column.name, empty) for r in rows]
+        fields = [items.get(r.request_id, {}).get(column.name, empty) for r in records]
         columns[f"{column.name}_form"] = pa.array([f.form for f in fields], pa.uint8())
         columns[f"{column.name}_names"] = pa.array([f.names for f in fields], pa.list_(pa.string()))
         columns[f"{column.name}_keys"] = pa.array([[stored_content_key(key) for key in f.keys] for f in fields],
@@ -317,7 +314,77 @@ def request_content_table(records: Iterable[RequestRecord],
         columns[f"{column.name}_raw"] = pa.array([f.raw for f in fields], pa.list_(pa.uint8()))
         columns[f"{column.name}_finish_reasons"] = pa.array([f.finish_reasons for f in fields],
                                                             pa.list_(pa.string()))
+    return columns
+
+
+# --- request_docs: a request as one document (migration 048) --------------------
+
+# The block arrays of a `request_docs` row ← the Block field each holds, in index order.
+BLOCK_ARRAYS = {name: field for name, (field, _) in REQUEST_BLOCK_ARRAYS.items()}
+
+
+def request_docs_table(records: list[RequestRecord], requests: pa.Table,
+                       items: dict[str, dict[str, ContentItems]]) -> pa.Table:
+    """One row per request: its thread (``RequestRecord.thread``, else its conversation or trace), the
+    columns of its ``requests`` row (``requests``, laid out from ``records``), its blocks as arrays
+    in index order and its content references: every one but the keys an input the store packs into
+    the row's document (migration 048)."""
+    offsets = [0]
+    for record in records:
+        offsets.append(offsets[-1] + len(record.blocks))
+    blocks = block_columns([block for record in records for block in record.blocks])
+    columns = {"thread": pa.array([r.thread or r.conversation_id or r.trace_id for r in records], pa.string()),
+               **{name: requests.column(name) for name in requests.column_names}}
+    columns.update({array: list_array(offsets, blocks[column]) for array, column in BLOCK_ARRAYS.items()})
+    columns.update(content_reference_columns(records, items))
     return pa.table(columns)
+
+
+def request_docs_from_tables(tables: dict[str, pa.Table]) -> pa.Table:
+    """``request_docs`` of a spool file written before migration 048 (which has none): its
+    ``requests`` rows with their rows of ``blocks`` (one copy per index, the last) and of
+    ``request_content``."""
+    requests = tables["requests"]
+    ids = requests.column("request_id").to_pylist()
+    blocks = tables.get("blocks")
+    if blocks is None:
+        blocks = pa.table({"request_id": pa.array([], pa.string()), **block_columns([])})
+    positions: dict[str, dict[int, int]] = {}
+    for position, (request_id, index) in enumerate(zip(blocks.column("request_id").to_pylist(),
+                                                       blocks.column("index").to_pylist())):
+        positions.setdefault(request_id, {})[int(index)] = position
+    offsets, take = [0], []
+    for request_id in ids:
+        found = positions.get(request_id, {})
+        take.extend(found[index] for index in sorted(found))
+        offsets.append(len(take))
+    chosen = blocks.take(pa.array(take, pa.int64()))
+    conversations = requests.column("conversation_id").to_pylist()
+    columns = {"thread": pa.array([conversation or trace for conversation, trace in
+                                   zip(conversations, requests.column("trace_id").to_pylist())], pa.string()),
+               **{name: requests.column(name) for name in requests.column_names}}
+    for array, column in BLOCK_ARRAYS.items():
+        columns[array] = list_array(offsets, chosen.column(column).combine_chunks())
+    references = tables.get("request_content")
+    row_of = ({request_id: row for row, request_id in enumerate(references.column("request_id").to_pylist())}
+              if references is not None else {})
+    for column in CONTENT_COLUMNS:
+        for part in content_columns(column):
+            if references is not None and part.name in references.column_names:
+                source = references.column(part.name)
+                values = [source[row_of[request_id]].as_py() if request_id in row_of else None for request_id in ids]
+                kind = source.type
+            else:
+                values, kind = [None] * len(ids), None
+            if part.name.endswith("_form"):
+                columns[part.name] = pa.array([value or 0 for value in values], pa.uint8())
+            else:
+                columns[part.name] = pa.array([value or [] for value in values], kind or _EMPTY_LIST_TYPES[part.type])
+    return pa.table(columns)
+
+
+_EMPTY_LIST_TYPES = {"Array(String)": pa.list_(pa.string()), "Array(UInt8)": pa.list_(pa.uint8()),
+                     "Array(LowCardinality(String))": pa.list_(pa.string())}
 
 
 def _utf8_size(item: Block | ToolDefinition) -> int:
@@ -367,8 +434,14 @@ def contents_table(
 
 def in_todays_layout(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """A spool file's tables as this version lays them out (``with_stored_content_keys``,
-    ``with_tool_columns``), so that they group with batches written now (``merge_tables``)."""
-    return with_tool_columns(with_stored_content_keys(tables))
+    ``with_tool_columns``; ``blocks`` and ``request_content`` folded into ``request_docs``), so that
+    they group with batches written now (``merge_tables``)."""
+    tables = with_tool_columns(with_stored_content_keys(tables))
+    if "requests" in tables and "request_docs" not in tables:
+        tables = {**tables, "request_docs": request_docs_from_tables(tables)}
+    if "requests" in tables:  # a file written before migration 051: the columns only documents keep now
+        tables = {**tables, "requests": stored_requests(tables["requests"])}
+    return {name: table for name, table in tables.items() if name not in FOLDED_TABLES}
 
 
 def with_tool_columns(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
@@ -466,7 +539,7 @@ def _without_moved(attributes: dict[str, Any], moved: frozenset[str]) -> dict[st
 def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRecord] = ()) -> pa.Table:
     """One row per span. Text that ``records`` store in ``contents`` is not
     stored again here: block and tool text is left out of
-    ``Events.Attributes`` (the ``blocks`` and ``tools`` rows point there), and
+    ``Events.Attributes`` (the request's document and tools point there), and
     a request's captured content attributes (messages, template variables,
     system instructions) are replaced by ``CONTENT_MOVED`` naming them — the
     exporter itself would copy every attribute."""
@@ -661,13 +734,14 @@ def build_tables(
     genai_events, log_records, tool_owners = list(genai_events), list(log_records), list(tool_owners)
     items = {record.request_id: found for record in records if (found := content_items(record))}
     contents, keys = contents_table(records + tool_owners, already_stored, items)
+    requests = requests_table(records)
     tables = {
         "contents": contents,
-        "request_content": request_content_table(records, items),
-        "blocks": blocks_table(records),
         # A request's own tools are on its row (requests_table); `tools` takes those of log records.
         "tools": tools_table(tool_owners),
-        "requests": requests_table(records),
+        # Its blocks and content references are in its document.
+        "request_docs": request_docs_table(records, requests, items),
+        "requests": stored_requests(requests),
         "otel_traces": otel_traces_table(spans, records),
     }
     # Only a logs export has these: a traces batch (and its spool file) holds no such table.

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -33,6 +34,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from promptprism.collector.app import Collector
 from promptprism.collector.config import CollectorConfig
 from promptprism.collector.read import content, queries
+from promptprism.collector.record import REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS
 from promptprism.wire import names
 from support import free_port
 
@@ -242,28 +244,64 @@ def grpc_export(collector, payload: bytes, metadata=()):
 # --- what tests read back ----------------------------------------------------------------------
 
 
+# The fields of a request its document holds and its `requests` row does not (migration 051).
+DOCUMENT_ONLY_FIELDS = (*(column.name for column in REQUEST_COLUMNS if column.document_only),
+                        *(column.name for column in REQUEST_TOOL_COLUMNS))
+
+
 def stored_request(store, request_id) -> dict | None:
+    """The request's `requests` row (FINAL) with the fields only its document holds (DOCUMENT_ONLY_FIELDS)."""
     rows = store.query(f"SELECT * FROM {store.database}.requests FINAL WHERE request_id = {{id:String}}",
                        {"id": request_id})
-    return rows[0] if rows else None
+    return with_document_fields(store, rows[0]) if rows else None
+
+
+def with_document_fields(store, row: dict, document: dict | None = None) -> dict:
+    """``row`` (of `requests`) with DOCUMENT_ONLY_FIELDS from the request's document; a request stored
+    without one (which the write path never does) gets none of them, and a test reading one fails."""
+    document = document if document is not None else stored_document(store, row["request_id"])
+    if document is not None:
+        row.update({name: document[name] for name in DOCUMENT_ONLY_FIELDS})
+    return row
+
+
+def stored_document(store, request_id) -> dict | None:
+    """The request's document (`request_docs`, migration 048) as ``queries.document_row`` gives it, found by
+    its id whatever thread it is filed under: of two copies not merged yet, the one with more merged spans,
+    as the read side takes it."""
+    rows = store.query(
+        f"SELECT trace_id, request_id, toUnixTimestamp64Nano(started_at) AS started_at_ns, "
+        f"toString(toDate(started_at)) AS day, doc FROM {store.database}.request_docs "
+        f"WHERE request_id = {{id:String}} ORDER BY merged_spans DESC LIMIT 1", {"id": request_id})
+    return queries.document_row(rows[0]) if rows else None
 
 
 def stored_blocks(store, request_id) -> list[dict]:
-    return store.query(
-        f"SELECT b.index AS index, b.name AS name, b.layer AS layer, b.stability AS stability, b.start AS start, "
-        f"b.end AS end, b.size AS size, b.sha256 AS sha256, c.content AS content "
-        f"FROM (SELECT * FROM {store.database}.blocks FINAL WHERE request_id = {{id:String}}) AS b "
-        f"LEFT JOIN (SELECT sha256, any(content) AS content FROM {store.database}.contents GROUP BY sha256) AS c "
-        f"ON unhex(substring(b.sha256, 1, 32)) = c.sha256 ORDER BY b.index",  # keys: 16 raw bytes (migration 040)
-        {"id": request_id})
+    """The request's blocks, from the block arrays of its document, in index order, each with its text
+    from `contents` ('' when not captured)."""
+    document = stored_document(store, request_id)
+    blocks = queries.document_blocks(document) if document else []
+    keys = sorted({block["sha256"][:32] for block in blocks})  # keys: 16 raw bytes (migration 040)
+    texts = {row["key"]: row["content"] for row in store.query(
+        f"SELECT lower(hex(sha256)) AS key, any(content) AS content FROM {store.database}.contents "
+        f"WHERE sha256 IN (SELECT unhex(arrayJoin(JSONExtract({{keys:String}}, 'Array(String)')))) GROUP BY sha256",
+        {"keys": json.dumps(keys)})} if keys else {}
+    return [{key: block[key] for key in ("index", "name", "layer", "stability", "start", "end", "size", "sha256")}
+            | {"content": texts.get(block["sha256"][:32].lower(), "")} for block in blocks]
 
 
 def stored_requests(store, where: str, params=None) -> list[dict]:
-    """Rows of `requests` matching ``where``, with their content fields (messages, variables, system
-    instructions) joined back from `request_content` and `contents` the way the read side does."""
+    """Rows of `requests` matching ``where``, with the fields only their documents hold
+    (``with_document_fields``) and their content fields (messages, variables, system instructions)
+    joined back from the content references in each request's document and `contents` the way the
+    read side does."""
     rows = store.query(f"SELECT *, toUnixTimestamp64Nano(started_at) AS started_at_ns "
                        f"FROM {store.database}.requests FINAL WHERE {where} ORDER BY started_at, request_id", params)
-    references = queries.content_references(store, rows)
+    documents = [stored_document(store, row["request_id"]) for row in rows]
+    for row, document in zip(rows, documents):
+        with_document_fields(store, row, document)
+    references = {document["request_id"]: document["content_refs"] for document in documents
+                  if document and document["content_refs"]}
     content.fill(rows, references, queries.contents_for(store, content.keys(references.values())))
     return rows
 

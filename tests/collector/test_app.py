@@ -39,9 +39,10 @@ def test_healthz_metrics_and_read_side_routes(store, tmp_path):
                                     ("promptprism_collector_sink_requests_stored_total", {}, 1),
                                     ("promptprism_collector_sink_spool_batches", {}, 0)):
             assert metric_value(text, name, **labels) == value, (name, labels)
-        # One insert per non-empty table (requests, blocks, contents, otel_traces, …), each observed.
+        # One insert per non-empty table (requests, request_docs, contents, otel_traces, …), each observed.
         inserts = metric_value(text, "promptprism_collector_sink_insert_seconds_count", table="requests")
         assert inserts == 1
+        assert metric_value(text, "promptprism_collector_sink_insert_seconds_count", table="request_docs") == 1
         assert metric_value(text, "promptprism_collector_sink_insert_seconds_bucket", table="requests", le="+Inf") == 1
         assert metric_value(text, "promptprism_collector_sink_insert_seconds_sum", table="requests") > 0
         openmetrics = httpx.get(ui + "/metrics", headers={"Accept": "application/openmetrics-text"})

@@ -23,13 +23,17 @@ def _all(database: str) -> list[str]:
 
 
 def _single_server_tables(database: str) -> set[str]:
-    """The tables the migrations leave behind (a rebuild's staging table is dropped again)."""
+    """The tables the migrations leave behind (a rebuild's staging table is dropped again, and so are
+    `blocks` and `request_content` by migration 050)."""
     tables = set()
     for migration in load_migrations(database=database, retention_days=30):
         for statement in migration.statements:
             match = re.match(rf"CREATE TABLE IF NOT EXISTS {database}\.(\w+)", statement)
             if match and not match.group(1).endswith(cluster.REBUILD_SUFFIX):
                 tables.add(match.group(1))
+            dropped = re.match(rf"DROP TABLE IF EXISTS {database}\.(\w+)$", statement)
+            if dropped and not dropped.group(1).endswith(cluster.REBUILD_SUFFIX):
+                tables.discard(dropped.group(1))
     return tables
 
 
@@ -41,7 +45,8 @@ def test_every_statement_parses(store):
 def test_local_replicated_and_distributed_tables_for_every_table():
     statements = _all("promptprism")
     tables = _single_server_tables("promptprism")
-    assert {"requests", "blocks", "tools", "contents", "otel_traces"} <= tables
+    assert {"requests", "request_docs", "trace_threads", "tools", "contents", "otel_traces"} <= tables
+    assert not {"blocks", "request_content"} & tables  # dropped by migration 050 (`blocks` is a view since)
     for table in tables:
         (local,) = [s for s in statements if s.startswith(f"CREATE TABLE IF NOT EXISTS promptprism.{table}_local ")]
         assert f"ON CLUSTER {CLUSTER}" in local
@@ -51,8 +56,9 @@ def test_local_replicated_and_distributed_tables_for_every_table():
         assert distributed.endswith(
             f"AS promptprism.{table}_local ENGINE = Distributed({CLUSTER}, promptprism, {table}_local, "
             f"{cluster.SHARDING_KEYS[table]})")
-    # A request, its blocks, tools and spans share a shard.
-    assert {cluster.SHARDING_KEYS[t] for t in ("requests", "blocks", "tools")} == {"cityHash64(trace_id)"}
+    # A request, its tools and spans share a shard; a conversation's documents and their lookup rows another.
+    assert {cluster.SHARDING_KEYS[t] for t in ("requests", "tools")} == {"cityHash64(trace_id)"}
+    assert {cluster.SHARDING_KEYS[t] for t in ("request_docs", "trace_threads")} == {"cityHash64(thread)"}
 
 
 def test_alters_and_views_use_local_tables():

@@ -48,13 +48,21 @@ TOOLS_PART = "(tools)"
 
 
 # One row per mapped request with its blocks as parallel arrays (in index
-# order) and the same arrays of the previous request of its lineage.
+# order, from its document: migration 048) and the same arrays of the
+# previous request of its lineage.
 # ``rows``: which analysed requests are returned (a condition on the analysis'
 # columns); ``scope``: a condition on ``requests`` that narrows the requests
 # read to find the previous ones (the lineages of ``rows``: reading every
 # request of the window with its blocks went over the read side's memory
-# limit on a 1 M-request store); ``final``: deduplicate the rows read (the
-# rollup job; readers tolerate an unmerged copy instead).
+# limit on a 1 M-request store); ``final``: deduplicate the request rows read
+# (the rollup job; readers tolerate an unmerged copy instead; a request's
+# documents are always read once).
+# The block arrays a cache verdict compares, in the order of ``parts``' tuples: index, name, stability, hash,
+# size, layer.
+_BLOCK_ARRAYS = ("Tuple(block_index Array(UInt32), block_names Array(String), block_stabilities Array(String), "
+                 "block_sha256 Array(String), block_sizes Array(UInt64), block_layers Array(String))")
+
+
 def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> str:
     final_clause = " FINAL" if final else ""
     return f"""
@@ -68,17 +76,18 @@ def cache_analysis(rows: str, scope: str = "1 = 1", *, final: bool = False) -> s
               AND {{{{filters}}}} AND {{{{conversation_filter}}}}
         ),
         block_arrays AS (
-            SELECT
-                request_id,
-                arraySort(groupArray((`index`, toString(name), toString(stability), sha256, size,
-                                      toString(layer)))) AS parts
-            FROM {{{{db}}}}.blocks{final_clause}
-            WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
-              AND {{{{filters}}}}
-              -- the sorting key's prefix: the primary key finds the granules of these requests
-              AND (service, toStartOfHour(started_at), request_id)
-                  IN (SELECT service, toStartOfHour(started_at), request_id FROM analysed)
-            GROUP BY request_id
+            SELECT request_id, arraySort(arrayZip(blocks.1, blocks.2, blocks.3, blocks.4, blocks.5, blocks.6)) AS parts
+            FROM (
+                SELECT request_id, JSONExtract(doc, '{_BLOCK_ARRAYS}') AS blocks
+                FROM {{{{db}}}}.request_docs
+                WHERE started_at >= {{{{from}}}} - {CONVERSATION_LOOKBACK} AND started_at <= {{{{to}}}}
+                  -- the documents' sorting key: the primary key finds the granules of these requests
+                  AND (thread, started_at, request_id) IN (
+                      SELECT if(conversation_id != '', conversation_id, trace_id), started_at, request_id
+                      FROM analysed)
+                ORDER BY request_id, merged_spans DESC
+                LIMIT 1 BY request_id
+            )
         ),
         per_request AS (
             SELECT

@@ -35,6 +35,9 @@ _PROMPT_PARTS = """
       -- events is an unmapped request's), found by the sorting key's prefix
       AND (service, toStartOfHour(started_at), request_id)
           IN (SELECT service, toStartOfHour(started_at), request_id FROM {{db}}.requests WHERE mapped AND {{window}})
+    -- `blocks` is a view of the documents (migration 050): a block of a request stored twice, once
+    -- per copy of its document, counts once
+    LIMIT 1 BY request_id, `index`
     UNION ALL
     SELECT started_at, request_id, service, model, process_kind,
            '(unmapped)', '(unmapped)', '(unmapped)', prompt_bytes

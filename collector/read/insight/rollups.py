@@ -67,9 +67,15 @@ JOB = Dialect(
 _HOURS = ("toStartOfHour(started_at) IN "
           "(SELECT toDateTime(arrayJoin(JSONExtract({{hours}}, 'Array(Int64)')), 'UTC'))")
 _HOURS_RANGE = "started_at >= {{from}} AND started_at < {{to}}"
-# FINAL only within a day partition: `requests` and `blocks` have the hour in
-# their sorting key, so a row and its copies never sit in two partitions.
+# FINAL only within a day partition: `requests` and `request_docs` have the
+# start in their sorting key, so a row and its copies never sit in two
+# partitions (a merged call's document keeps its thread: write.duplicates).
 _FINAL_SETTINGS = "SETTINGS do_not_merge_across_partitions_select_final = 1"
+
+
+# A request's blocks from its document (migration 048), in index order.
+_BLOCK_ARRAYS = ("Tuple(block_names Array(String), block_layers Array(String), block_stabilities Array(String), "
+                 "block_sizes Array(UInt64))")
 
 
 def _job_sql(sql: str) -> str:
@@ -112,10 +118,13 @@ FROM (
     FROM (SELECT request_id, started_at, service, model, process_kind, lineage_key FROM job_requests WHERE mapped)
         AS mapped_requests
     INNER JOIN (
-        SELECT request_id, toString(name) AS part_name, toString(layer) AS part_layer,
-               toString(stability) AS part_stability, size
-        FROM {{{{db}}}}.blocks FINAL
-        WHERE {_HOURS_RANGE} AND {_HOURS}
+        SELECT request_id, part.1 AS part_name, part.2 AS part_layer, part.3 AS part_stability, part.4 AS size
+        FROM (
+            SELECT request_id, JSONExtract(doc, '{_BLOCK_ARRAYS}') AS request_blocks
+            FROM {{{{db}}}}.request_docs FINAL
+            WHERE {_HOURS_RANGE} AND {_HOURS}
+        )
+        ARRAY JOIN arrayZip(request_blocks.1, request_blocks.2, request_blocks.3, request_blocks.4) AS part
     ) AS request_blocks USING (request_id)
     UNION ALL
     SELECT started_at, service, model, process_kind, lineage_key, '(unmapped)', '(unmapped)', '(unmapped)',

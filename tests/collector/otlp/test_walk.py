@@ -29,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from promptprism.collector.otlp import MalformedPayload, traces
 from promptprism.collector.otlp._parse import MAX_VALUE_DEPTH, parse_protobuf_items
 from promptprism.collector.write.convert import convert_traces
+from promptprism.collector.write.rows import BLOCK_ARRAYS
 from promptprism.wire import names
 from support import IN_CI
 
@@ -200,22 +201,24 @@ def test_the_package_works_without_the_extension(tmp_path):
         from promptprism.collector.otlp import traces
         from promptprism.collector.write import _columns, reassemble
         from promptprism.collector.write.convert import convert_traces
+        from promptprism.collector.write.rows import BLOCK_ARRAYS
         assert traces.compiled_walk is None
         assert reassemble._compiled_validate_blocks is None and _columns._compiled_string_array is None
         converted = convert_traces(open({str(payload_path)!r}, "rb").read(), "protobuf")
         print(converted.received, converted.requests, converted.mapped_blocks)
         print(repr(traces.decode_protobuf(open({str(payload_path)!r}, "rb").read())))
         print(converted.tables.tables["otel_traces"].to_pydict())
-        print(converted.tables.tables["blocks"].to_pydict())
+        print(converted.tables.tables["request_docs"].select(list(BLOCK_ARRAYS)).to_pydict())
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    counts, decoded, spans_table, blocks_table = run.stdout.splitlines()[:4]
+    counts, decoded, spans_table, block_arrays = run.stdout.splitlines()[:4]
     converted = convert_traces(payload_path.read_bytes(), "protobuf")
     assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
     assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
     assert spans_table == str(converted.tables.tables["otel_traces"].to_pydict())
-    assert blocks_table == str(converted.tables.tables["blocks"].to_pydict())
+    # the blocks as the request's document holds them (rows.block_columns, compiled or not)
+    assert block_arrays == str(converted.tables.tables["request_docs"].select(list(BLOCK_ARRAYS)).to_pydict())
 
 
 @SETTINGS

@@ -223,7 +223,7 @@ def test_resent_spans_do_not_duplicate_requests(api):
 @pytest.mark.clickhouse
 def test_store_failure_is_500_with_a_json_error(store):
     data.write(store, data.scenario()[:1])
-    store.execute(f"DROP TABLE {store.database}.blocks SYNC")
+    store.execute(f"DROP TABLE {store.database}.request_docs SYNC")
     client = TestClient(Starlette(routes=api_routes(store)))
     response = client.get(f"/api/requests/{data.FIRST}")
     assert response.status_code == 500

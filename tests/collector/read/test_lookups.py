@@ -14,10 +14,7 @@ import pytest
 
 from promptprism.collector.read import content_cache, lookups, queries
 
-from promptprism.collector.write.rows import build_tables
-
 from .. import read_side_data as data
-from ..store.older_schema import tools_in_their_table
 
 pytestmark = pytest.mark.clickhouse
 
@@ -159,19 +156,18 @@ def test_a_diff_with_one_id_reads_the_previous_request_where_b_says_it_is(store)
     counting = Counting(store)
     answer = lookups.diff(counting, "", data.SECOND)
     assert answer["a_chosen_as"] == "previous" and answer["a"]["request_id"] == data.FIRST
-    # b from the id table and a point read; a among b's conversation's requests, read as whole rows:
-    # not read again. Both requests' parts in one read, their text in another
-    assert counting.count(queries.REQUEST_LOCATION) == counting.count(queries.REQUEST_AT) == 1
-    assert counting.count(queries.CONVERSATION_MEMBER_ROWS) == 1
-    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
-    assert counting.count(queries.CONTENTS_BY_KEY) == 1
+    # b from the id table, then its thread's documents up to it: b and, among them, a (not read again);
+    # both requests' text in one read
+    assert counting.count(queries.REQUEST_LOCATION) == counting.count(queries.THREAD_DOCUMENTS) == 1
+    assert counting.count(queries.DOCUMENT_AT) == 0 and counting.count(queries.CONTENTS_BY_KEY) == 1
+    assert len(counting.statements) == 3
     counting = Counting(store)  # a store of its own: its content cache starts empty
     given = lookups.diff(counting, data.FIRST, data.SECOND)
     assert {**answer, "a_chosen_as": "given"} == given
-    assert counting.count(queries.REQUEST_LOCATION) == 2 and counting.count(queries.CONTENTS_BY_KEY) == 1
-    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
+    assert counting.count(queries.REQUEST_LOCATION) == counting.count(queries.DOCUMENT_AT) == 2
+    assert counting.count(queries.CONTENTS_BY_KEY) == 1
     # no predecessor is looked for when a is given
-    assert counting.count(queries.CONVERSATION_MEMBERS) == counting.count(queries.TRACE_MEMBERS) == 0
+    assert len(counting.statements) == 5
 
 
 class MissingRowOnce(Counting):
@@ -182,7 +178,7 @@ class MissingRowOnce(Counting):
         self.missing = request_id
 
     def query(self, sql, params=None, **settings):
-        if sql == queries.REQUEST_AT and params["request_id"] == self.missing:
+        if sql == queries.DOCUMENT_AT and params["request_id"] == self.missing:
             self.missing = ""
             self.statements.append(sql)
             return []
@@ -198,7 +194,7 @@ def test_a_previous_request_before_the_window_is_read_where_its_candidate_row_sa
     assert answer == {**lookups.diff(store, old.request_id, latest.request_id), "a_chosen_as": "previous"}
     # a is the newest of its lineage before the window (14 columns): then one point read, no id lookup
     assert counting.count(queries.CONVERSATION_LINEAGES_BEFORE) == 1
-    assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.REQUEST_AT) == 2
+    assert counting.count(queries.REQUEST_LOCATION) == 1 and counting.count(queries.DOCUMENT_AT) == 1
 
     # should the row not be where its candidate says, a is looked up by id as any request is
     withheld = MissingRowOnce(store, old.request_id)
@@ -206,42 +202,31 @@ def test_a_previous_request_before_the_window_is_read_where_its_candidate_row_sa
     assert withheld.count(queries.REQUEST_LOCATION) == 2  # b's, then a's after the point read found nothing
 
 
-def test_blocks_and_tools_from_one_query_are_the_rows_of_two(store):
-    records = data.scenario()
-    # tools as rows of `tools`, as a collector before migration 046 wrote them (the read's fallback)
-    for name, table in tools_in_their_table(build_tables([], records)).non_empty():
-        store.insert(name, table)
-    rows = [queries.request_by_id(store, record.request_id) for record in records]
-    blocks, tools = queries.blocks_and_tools_for(store, rows)
-    assert (blocks, tools) == (queries.blocks_for(store, rows), queries.tools_for(store, rows))
-    assert blocks and tools and all(row["request_id"] in {record.request_id for record in records} for row in blocks)
-
-
-def test_a_request_objects_parts_come_from_one_query_as_the_rows_of_three(store):
+def test_a_trace_is_read_as_its_threads_documents_in_one_statement(store):
     records = data.scenario()
     data.write(store, records)
-    rows = [queries.request_by_id(store, record.request_id) for record in records]
-    conversations = [row["conversation_id"] for row in rows if row["conversation_id"]]
-    assert conversations
-    until_ns = max(int(row["started_at_ns"]) for row in rows)
-    parts = queries.request_parts(store, rows, conversations, members_since_ns=0, members_until_ns=until_ns)
-    # the tools come with the request rows (migration 046), the blocks from their table
-    assert parts.blocks == queries.blocks_for(store, rows) and parts.blocks
-    assert parts.tools == [tool for row in sorted(rows, key=lambda row: row["request_id"])
-                           for tool in queries.inline_tools(row)] and parts.tools
-    assert queries.tools_for(store, rows) == []
-    assert parts.references == queries.content_references(store, rows) and parts.references
-    assert parts.members == queries.conversation_members(store, conversations, until_ns) and parts.members
-    without_members = queries.request_parts(store, rows)
-    assert (without_members.blocks, without_members.tools, without_members.references, without_members.members) == (
-        parts.blocks, parts.tools, parts.references, [])
+    for record in records:
+        document = queries.document_at(store, {
+            "conversation_id": record.conversation_id, "trace_id": record.trace_id,
+            "started_at_ns": record.started_at_ns, "request_id": record.request_id})
+        # a document holds its request's row, its blocks and its tools
+        assert (document["service"], document["prompt_bytes"], document["conversation_id"]) == (
+            record.service, record.prompt_bytes, record.conversation_id)
+        assert [(block["index"], block["name"], block["start"], block["end"], block["sha256"])
+                for block in queries.document_blocks(document)] == [
+            (block.index, block.name, block.start, block.end, block.sha256) for block in record.blocks]
+        assert [(tool["name"], tool["sha256"]) for tool in queries.inline_tools(document)] == [
+            (tool.name, tool.sha256) for tool in record.tools]
     counting = Counting(store)
-    lookups.trace(counting, data.AGENT_TRACE)
-    assert sum(counting.count(sql) for sql in queries.REQUEST_PARTS_SQL.values()) == 1
-    # every request of the trace holds its tools: `tools` is not read
-    assert sum(counting.count(queries.REQUEST_PARTS_SQL[False, members]) for members in (False, True)) == 1
-    assert not {queries.BLOCKS_FOR_REQUESTS, queries.TOOLS_FOR_REQUESTS, queries.BLOCKS_AND_TOOLS_FOR_REQUESTS,
-                queries.CONTENT_REFERENCES, queries.CONVERSATION_MEMBERS} & set(counting.statements)
+    answer = lookups.trace(counting, data.AGENT_TRACE)
+    assert [item["request_id"] for item in answer["requests"]] == [
+        record.request_id for record in sorted(records, key=lambda record: (record.started_at_ns, record.request_id))
+        if record.trace_id == data.AGENT_TRACE]
+    # the trace's threads, their documents (the requests and their predecessors), the text; and, as the
+    # conversation's first request has no earlier one in the window, the newest before it of its lineage.
+    # Every request of the trace holds its tools, so `tools` is not read.
+    assert counting.statements == [queries.TRACE_THREADS, queries.THREAD_DOCUMENTS,
+                                   queries.CONVERSATION_LINEAGES_BEFORE, queries.CONTENTS_BY_KEY]
 
 
 def test_a_list_of_a_store_younger_than_a_day_is_one_read(store):

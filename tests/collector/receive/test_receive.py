@@ -161,6 +161,8 @@ def test_resend_is_not_duplicated(store, collector):
                           headers={"Content-Type": "application/x-protobuf"}).status_code == 200
     where, params = "request_id = {id:String}", {"id": request_id}
     assert count_rows(store, "requests", where, params) == 1  # raw rows, not only under FINAL
+    assert count_rows(store, "request_docs", where, params) == 1
+    # `blocks` is a view of the documents' block arrays (migration 050): every stored copy's blocks
     assert count_rows(store, "blocks", where, params) == len(PARTS)
     assert count_rows(store, "otel_traces", "SpanId = {id:String}", params) == 1
 

@@ -12,9 +12,11 @@ import contextlib
 import hashlib
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from promptprism.collector.record import CONTENT_COLUMNS, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, content_columns
 from promptprism.collector.store.migrations import applied_versions, load_migrations
-from promptprism.collector.write.rows import TableSet, build_tables
+from promptprism.collector.write.rows import BLOCK_ARRAYS, TableSet, build_tables
 
 
 def stored_columns(store, table: str) -> set[str]:
@@ -50,9 +52,14 @@ def current_store(migrated_database, records):
 
 def write_as_of(store, tables: TableSet) -> None:
     """Insert each non-empty table with only the columns the store's table has now; before
-    migration 046, a request's tools as rows of `tools`; before migration 040, content keys as
-    hex digests; before migration 021, captured content goes into the `requests` columns it was
-    held in then."""
+    migration 050, each request's blocks and content references as rows of `blocks` and
+    `request_content` too (before 048, only there); before migration 046, a request's tools as
+    rows of `tools`; before migration 040, content keys as hex digests; before migration 021,
+    captured content goes into the `requests` columns it was held in then."""
+    if max(applied_versions(store)) < 51:
+        tables = requests_whole(tables)
+    if max(applied_versions(store)) < 50:
+        tables = documents_unfolded(tables)
     if "tool_names" not in stored_columns(store, "requests"):
         tables = tools_in_their_table(tables)
     if max(applied_versions(store)) < 40:
@@ -60,11 +67,54 @@ def write_as_of(store, tables: TableSet) -> None:
     if set(CONTENT_FIELDS_BEFORE_021) <= stored_columns(store, "requests"):
         tables = _content_in_requests(tables)
     present_tables = stored_tables(store)
-    for name, table in tables.non_empty():
-        if name not in present_tables:
+    legacy = [(name, tables.tables[name]) for name in LEGACY_TABLES if name in tables.tables]
+    for name, table in [*legacy, *tables.non_empty()]:
+        if name not in present_tables or not table.num_rows:
             continue
         present = stored_columns(store, name)
         store.insert(name, table.select([column for column in table.column_names if column in present]))
+
+
+# Tables the write path filled before migration 050 (their rows are in `request_docs` since).
+LEGACY_TABLES = ("request_content", "blocks")
+_LEGACY_BLOCK_KEYS = ("started_at", "trace_id", "request_id", "service", "model", "process_kind", "conversation_id")
+
+
+def requests_whole(tables: TableSet) -> TableSet:
+    """The layout before migration 051: `requests` with every column of the record, as the document
+    inputs hold them (its tool arrays too)."""
+    documents = tables.tables.get("request_docs")
+    if documents is None:
+        return tables
+    columns = [column.name for column in REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS]
+    return TableSet({**tables.tables, "requests": documents.select(columns)}, tables.content_keys, tables.spans,
+                    tables.requests)
+
+
+def documents_unfolded(tables: TableSet) -> TableSet:
+    """The layout before migration 050: the block arrays and content references of each
+    `request_docs` row as rows of `blocks` (one per block) and `request_content` (one per request
+    with captured content)."""
+    documents = tables.tables.get("request_docs")
+    if documents is None or not documents.num_rows:
+        return tables
+    parents = pc.list_parent_indices(documents.column("block_index"))
+    blocks = {key: documents.column(key).take(parents) for key in _LEGACY_BLOCK_KEYS}
+    for array, column in BLOCK_ARRAYS.items():
+        blocks[column] = pc.list_flatten(documents.column(array))
+    captured = pc.greater(pc.add(*(pc.cast(documents.column(f"{column.name}_form"), pa.int32())
+                                   for column in CONTENT_COLUMNS[:2])), 0)
+    for column in CONTENT_COLUMNS[2:]:
+        captured = pc.or_(captured, pc.greater(documents.column(f"{column.name}_form"), 0))
+    with_content = documents.filter(captured)
+    threads = pc.if_else(pc.equal(with_content.column("conversation_id"), ""), with_content.column("trace_id"),
+                         with_content.column("conversation_id"))
+    references = pa.table({"thread": threads, "started_at": with_content.column("started_at"),
+                           "request_id": with_content.column("request_id"),
+                           **{part.name: with_content.column(part.name)
+                              for column in CONTENT_COLUMNS for part in content_columns(column)}})
+    return TableSet({**tables.tables, "blocks": pa.table(blocks), "request_content": references},
+                    tables.content_keys, tables.spans, tables.requests)
 
 
 def tools_in_their_table(tables: TableSet) -> TableSet:

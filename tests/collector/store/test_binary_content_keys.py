@@ -13,9 +13,9 @@ import pytest
 from promptprism.collector.read import lookups
 from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write import spool
-from promptprism.collector.write.rows import build_tables
+from promptprism.collector.write.rows import TableSet, build_tables
 
-from .older_schema import hex_content_keys, store_before
+from .older_schema import documents_unfolded, hex_content_keys, requests_whole, store_before
 from .test_request_content import conversation, expected, served
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -95,11 +95,17 @@ def test_text_written_after_the_migration_shares_the_rows_written_before(store_b
 def test_a_spool_file_written_before_the_migration_loads_in_todays_layout(store):
     records = conversation(0x400, 3)
     today = build_tables([], records)
-    group = spool.SpooledGroup(token="t", batch_tokens=["b"], tables=hex_content_keys(today))
+    # every column in `requests` (before 051), blocks and request_content (before 048), no request_docs
+    older = documents_unfolded(requests_whole(today))
+    older = TableSet({name: table for name, table in older.tables.items() if name != "request_docs"},
+                     older.content_keys, older.spans, older.requests)
+    group = spool.SpooledGroup(token="t", batch_tokens=["b"], tables=hex_content_keys(older))
     assert group.tables.tables["contents"].schema.field("sha256").type == "string"
     loaded = spool.decode(spool.encode(group))
-    for name in ("contents", "request_content"):
-        assert loaded.tables.tables[name].equals(today.tables[name]), name
+    assert loaded.tables.tables["contents"].equals(today.tables["contents"])
+    # the content keys converted; a block's content_sha256 was its sha256 then, wherever its text was stored
+    same = [name for name in today.tables["request_docs"].column_names if name != "block_content_sha256"]
+    assert loaded.tables.tables["request_docs"].select(same).equals(today.tables["request_docs"].select(same))
     for name, table in loaded.tables.non_empty():
         store.insert(name, table)
     for record in records:

@@ -41,9 +41,10 @@ RETENTION_DAYS = 10
 SHORTER_RETENTION_DAYS = 7
 DAY_NS = 86_400 * 10**9
 PROMPTPRISM = [sys.executable, "-c", "import sys; from promptprism.collector.cli import main; sys.exit(main())"]
-# Tables with a TTL whose rows a request needs, as docs/operations.md changes them.
-TTL_COLUMNS = {"requests": "toDateTime(started_at)", "blocks": "toDateTime(started_at)",
-               "tools": "toDateTime(started_at)", "contents": "day"}
+# Tables with a TTL whose rows a request needs, as docs/operations.md changes them. `blocks` is a
+# view of `request_docs` since migration 050 (no TTL of its own; its rows go with their documents).
+TTL_COLUMNS = {"requests": "toDateTime(started_at)", "request_docs": "toDateTime(started_at)",
+               "trace_threads": "toDateTime(first_start)", "tools": "toDateTime(started_at)", "contents": "day"}
 
 
 def _midday_ns(days_ago: int) -> int:
@@ -69,7 +70,8 @@ def week_of_records() -> list:
 
 
 def _written_before_006(store) -> list:
-    """Migrations up to 005, a week of rows written by the write path, every table merged."""
+    """Migrations up to 005, a week of rows written by the write path (its blocks as rows of the
+    `blocks` table of that time), every table merged."""
     assert migrate(store, up_to=5)[-1] == "005_content_keys.sql"
     records = week_of_records()
     write_as_of(store, build_tables([], records))
@@ -180,7 +182,7 @@ def test_no_replacing_table_lets_final_merge_rows_of_different_days(store):
     ReplacingMergeTree table's sorting key must fix the day its row is partitioned by."""
     tables = store.query("SELECT name, partition_key, sorting_key FROM system.tables "
                          "WHERE database = {db:String} AND engine = 'ReplacingMergeTree'", {"db": store.database})
-    assert {"requests", "blocks", "tools", "contents", "genai_events"} <= {table["name"] for table in tables}
+    assert {"requests", "request_docs", "tools", "contents", "genai_events"} <= {table["name"] for table in tables}
     for table in tables:
         if not table["partition_key"] or table["name"] in IDENTITY_HOLDS_THE_TIME:
             continue

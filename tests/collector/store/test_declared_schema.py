@@ -1,7 +1,7 @@
 """The declarations of record.py against the tables every migration leaves behind.
 
-Each column a record declares (`requests`: RequestRecord, `genai_events`:
-GenAIEvent) must exist with exactly the declared ClickHouse type, and the
+Each column a record declares (`requests`: RequestRecord, `request_docs`: its
+inputs, `genai_events`: GenAIEvent) must exist with exactly the declared ClickHouse type, and the
 table must have no column that is not declared: otherwise rows would be
 laid out, read back or shown under a type the store does not hold.
 """
@@ -16,16 +16,18 @@ from promptprism.collector.record import (
     RECORD_COLUMNS,
     REQUEST_COLUMNS,
     REQUEST_CONTENT_COLUMNS,
-    REQUEST_CONTENT_STORE_FILLED_COLUMNS,
+    REQUEST_DOCUMENT_INPUT_COLUMNS,
+    REQUEST_DOCUMENT_STORE_FILLED_COLUMNS,
     REQUEST_STORE_FILLED_COLUMNS,
-    REQUEST_TOOL_COLUMNS,
+    REQUESTS_TABLE_COLUMNS,
 )
 
 DECLARED = {
-    "requests": REQUEST_COLUMNS + REQUEST_STORE_FILLED_COLUMNS + REQUEST_TOOL_COLUMNS,
+    # what lists, filters, panels and the rollup job read (migration 051: the rest is in the documents)
+    "requests": REQUESTS_TABLE_COLUMNS + REQUEST_STORE_FILLED_COLUMNS,
     "genai_events": GENAI_EVENT_COLUMNS + GENAI_EVENT_STORE_FILLED_COLUMNS,
-    # a content field's items (record.content_columns): a new content field needs its four columns here
-    "request_content": REQUEST_CONTENT_COLUMNS + REQUEST_CONTENT_STORE_FILLED_COLUMNS,
+    # every request column, the tool and block arrays and a content field's items (record.content_columns)
+    "request_docs": REQUEST_DOCUMENT_INPUT_COLUMNS + REQUEST_DOCUMENT_STORE_FILLED_COLUMNS,
 }
 
 
@@ -48,14 +50,17 @@ def test_declared_columns_are_the_stored_columns(store, table):
     assert mismatches(declared(table), described) == []
 
 
-def test_request_content_stores_its_items_packed(store):
-    """Migration 047: the item columns are written, not stored — only ``content_refs`` holds them."""
+def test_a_request_document_stores_its_keys_and_the_document_only(store):
+    """Migration 048: every input is written, not stored — the document holds them."""
     described = {row["name"]: row["default_type"] for row in store.query(
-        "DESCRIBE TABLE {db:Identifier}.request_content", {"db": store.database})}
-    items = [column.name for column in REQUEST_CONTENT_COLUMNS if column.name not in ("thread", "started_at", "request_id")]
-    assert len(items) == 20
-    assert {name: described[name] for name in items} == {name: "EPHEMERAL" for name in items}
-    assert described["content_refs"] == "DEFAULT"
+        "DESCRIBE TABLE {db:Identifier}.request_docs", {"db": store.database})}
+    keys = {"started_at", "request_id", "trace_id"}
+    inputs = [column.name for column in REQUEST_DOCUMENT_INPUT_COLUMNS if column.name not in keys]
+    assert len([column for column in REQUEST_CONTENT_COLUMNS if column.name in inputs]) == 20
+    assert {name: described[name] for name in inputs} == {name: "EPHEMERAL" for name in inputs}
+    assert described["content_refs"] == "EPHEMERAL"
+    assert {name for name, kind in described.items() if kind != "EPHEMERAL"} == {
+        *keys, "thread", "merged_spans", "doc"}
 
 
 def test_the_check_names_each_kind_of_drift():

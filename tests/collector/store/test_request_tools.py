@@ -1,11 +1,12 @@
-"""A request's tools on its own row (migration 046).
+"""A request's tools with the request itself (migration 046: on its `requests`
+row; since migration 051 only in its document, `request_docs`).
 
 A store written before the migration (tools as rows of `tools`) shows every
 request's tools as before after it, alone and in a trace beside requests
-written since; what is written now keeps a request's tools on its row and
+written since; what is written now keeps a request's tools in its document and
 none in `tools`, so a trace of such requests is answered without reading
-`tools`; tools that came in log records for a request whose row has none
-are still shown from `tools`, and a row's own tools win over such rows.
+`tools`; tools that came in log records for a request whose document has none
+are still shown from `tools`, and a document's own tools win over such rows.
 """
 
 from __future__ import annotations
@@ -20,15 +21,22 @@ from promptprism.collector.write.rows import build_tables, tools_table
 
 from .. import read_side_data as data
 from ..read.test_lookups import Counting
-from .older_schema import current_store, stored_columns, store_before, write_as_of
+from .older_schema import (
+    current_store,
+    documents_unfolded,
+    requests_whole,
+    stored_columns,
+    store_before,
+    tools_in_their_table,
+    write_as_of,
+)
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
 
 
-def parts_read_tools(counting: Counting) -> list[bool]:
-    """For each parts statement the store was asked, whether it read `tools`."""
-    return [tools for (tools, _), sql in queries.REQUEST_PARTS_SQL.items() for statement in counting.statements
-            if statement == sql]
+def tools_reads(counting: Counting) -> int:
+    """How many times the store was asked for rows of `tools`."""
+    return counting.count(queries.TOOLS_FOR_REQUESTS)
 
 
 def shown_tools(answer: dict) -> list[tuple]:
@@ -62,18 +70,20 @@ def test_a_store_written_before_the_migration_shows_every_tool_after_it(store_be
     assert [lookups.request(store, record.request_id) for record in records] == expected
     counting = Counting(store)
     assert lookups.trace(counting, data.AGENT_TRACE) == expected_trace
-    assert parts_read_tools(counting) == [True]  # the old rows' arrays are empty: `tools` is read
+    assert tools_reads(counting) == 1  # the old rows' arrays are empty: `tools` is read
     assert all(shown_tools(answer) == sent_tools(record) for answer, record in zip(expected, records))
     assert any(answer["tools"] for answer in expected)
 
 
-def test_requests_written_after_it_keep_their_tools_on_their_row(store_before_046):
+def test_requests_written_after_it_keep_their_tools_in_their_document(store_before_046):
     store, records = store_before_046
     migrate(store)
     later = dataclasses.replace(records[2], request_id="a1b2c3d4e5f60009", started_at_ns=records[2].started_at_ns + 10**9)
     write_as_of(store, build_tables([], [later]))
     assert stored_tool_rows(store) == 7  # the old rows only
-    (row,) = store.query("SELECT tool_names, tool_sizes FROM {db:Identifier}.requests WHERE request_id = {id:String}",
+    (row,) = store.query("SELECT JSONExtract(doc, 'tool_names', 'Array(String)') AS tool_names, "
+                         "JSONExtract(doc, 'tool_sizes', 'Array(UInt64)') AS tool_sizes "
+                         "FROM {db:Identifier}.request_docs WHERE request_id = {id:String}",
                          {"db": store.database, "id": later.request_id})
     assert row == {"tool_names": [tool.name for tool in later.tools], "tool_sizes": [tool.size for tool in later.tools]}
     assert shown_tools(lookups.request(store, later.request_id)) == sent_tools(later)
@@ -89,7 +99,7 @@ def test_a_trace_whose_requests_hold_their_tools_does_not_read_the_tools_table(s
     assert stored_tool_rows(store) == 0
     counting = Counting(store)
     trace = lookups.trace(counting, data.AGENT_TRACE)
-    assert parts_read_tools(counting) == [False]
+    assert tools_reads(counting) == 0
     assert [shown_tools(answer) for answer in trace["requests"]] == [sent_tools(record) for record in records[:3]]
     assert all(answer["tools"] for answer in trace["requests"])
 
@@ -105,28 +115,30 @@ def test_tools_from_log_records_show_for_a_row_without_any_and_never_over_a_rows
                                        dataclasses.replace(with_own, tools=from_logs)]))
     counting = Counting(store)
     shown = {answer["request_id"]: shown_tools(answer) for answer in lookups.trace(counting, data.AGENT_TRACE)["requests"]}
-    assert parts_read_tools(counting) == [True]
+    assert tools_reads(counting) == 1
     assert shown[bare.request_id] == [(t.index, t.name, t.size, t.sha256, None, False) for t in from_logs]
     assert shown[with_own.request_id] == sent_tools(with_own)
     assert shown_tools(lookups.request(store, bare.request_id)) == shown[bare.request_id]
 
 
 def test_a_spool_file_written_before_the_migration_groups_with_todays_batches(store):
-    """A collector upgraded with exports in its spool: the old file's `requests` has no tool arrays and
-    its tools are rows of `tools`; it loads in today's layout, groups with a batch written now, and
-    every request shows its tools."""
+    """A collector upgraded with exports in its spool: the old file's `requests` has every column of
+    the record but tool arrays, its tools are rows of `tools` and its blocks and content references
+    rows of `blocks` and `request_content` (no `request_docs`); it loads in today's layout (documents
+    with no tools of their own), groups with a batch written now, and every request shows its tools."""
     from promptprism.collector.write import spool
-    from promptprism.collector.write.rows import merge_tables
-
-    from .older_schema import tools_in_their_table
+    from promptprism.collector.write.rows import TableSet, merge_tables
 
     records = data.scenario()
-    old = tools_in_their_table(build_tables([], records[:3]))
+    old = tools_in_their_table(documents_unfolded(requests_whole(build_tables([], records[:3]))))
     old_requests = old.tables["requests"]
-    old.tables["requests"] = old_requests.drop_columns([name for name in old_requests.column_names
-                                                        if name.startswith("tool_")])
+    old = TableSet({**{name: table for name, table in old.tables.items() if name != "request_docs"},
+                    "requests": old_requests.drop_columns([name for name in old_requests.column_names
+                                                           if name.startswith("tool_")])},
+                   old.content_keys, old.spans, old.requests)
     loaded = spool.decode(spool.encode(spool.SpooledGroup(token="t", batch_tokens=["b"], tables=old))).tables
-    assert loaded.tables["requests"].column("tool_names").to_pylist() == [[], [], []]
+    assert loaded.tables["request_docs"].column("tool_names").to_pylist() == [[], [], []]
+    assert "tool_names" not in loaded.tables["requests"].column_names
     assert loaded.tables["tools"].num_rows == 6
     group = merge_tables([loaded, build_tables([], records[3:])])
     for name, table in group.non_empty():

@@ -44,12 +44,15 @@ OTEL_TRACES_COLUMNS = [
     ("Links.Attributes", "Array(Map(LowCardinality(String), String))"),
     ("ResourceAttributeItems", "Array(String)"), ("SpanAttributeItems", "Array(String)"),
 ]
-ALL_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
+# The tables the write path fills (rows.TABLES), partitioned by day. `blocks` is a view of
+# `request_docs` since migration 050 (one row per block of each document), counted through it.
+ALL_TABLES = ("requests", "request_docs", "tools", "contents", "otel_traces")
 
 
 def tool_count(store, database: str) -> int:
-    """The tool definitions stored on request rows (migration 046), every copy counted."""
-    return int(store.query(f"SELECT sum(length(tool_names)) AS n FROM {database}.requests")[0]["n"])
+    """The tool definitions stored with their requests (in each one's document since migration 051;
+    on its `requests` row from 046), every copy counted."""
+    return int(store.query(f"SELECT sum(JSONLength(doc, 'tool_names')) AS n FROM {database}.request_docs")[0]["n"])
 
 
 def now_ns() -> int:
@@ -127,7 +130,9 @@ def raw_count(store, table: str) -> int:
 def test_migrations_create_every_table_once(any_migrated_store):
     store = any_migrated_store
     tables = {row["name"] for row in store.query(f"SHOW TABLES FROM {store.database}")}
-    assert {*ALL_TABLES, "otel_traces_trace_id_ts", "otel_traces_trace_id_ts_mv", "schema_migrations"} <= tables
+    assert {*ALL_TABLES, "blocks", "trace_threads", "trace_threads_mv", "otel_traces_trace_id_ts",
+            "otel_traces_trace_id_ts_mv", "schema_migrations"} <= tables
+    assert "request_content" not in tables  # dropped by migration 050
     assert migrate(store) == []
 
 
@@ -182,10 +187,19 @@ def test_rows_round_trip_with_identical_values(any_store):
     for name, table in build_tables(spans, records).non_empty():
         any_store.insert(name, table)
     row = any_store.query(
-        f"SELECT started_at, input_tokens, cache_read_tokens, mapped, finish_reasons, attributes, block_count "
+        f"SELECT started_at, input_tokens, cache_read_tokens, mapped, block_count "
         f"FROM {any_store.database}.requests FINAL WHERE request_id = {{id:String}}", {"id": f"{1:016x}"})
     assert row == [{"started_at": f"{started}.123456789", "input_tokens": 40, "cache_read_tokens": None,
-                    "mapped": True, "finish_reasons": [], "attributes": {"ratio": "0.5"}, "block_count": 4}]
+                    "mapped": True, "block_count": 4}]
+    # the fields only a request object shows are in its document (migration 051)
+    document = any_store.query(
+        f"SELECT started_at, JSONExtract(doc, 'input_tokens', 'Nullable(Int64)') AS input_tokens, "
+        f"JSONExtract(doc, 'cache_read_tokens', 'Nullable(Int64)') AS cache_read_tokens, "
+        f"JSONExtract(doc, 'finish_reasons', 'Array(String)') AS finish_reasons, "
+        f"JSONExtract(doc, 'attributes', 'Map(String, String)') AS attributes "
+        f"FROM {any_store.database}.request_docs FINAL WHERE request_id = {{id:String}}", {"id": f"{1:016x}"})
+    assert document == [{"started_at": f"{started}.123456789", "input_tokens": 40, "cache_read_tokens": None,
+                         "finish_reasons": [], "attributes": {"ratio": "0.5"}}]
     span = any_store.query(
         f"SELECT SpanAttributes['gen_ai.usage.input_tokens'] AS tokens, length(Events.Name) AS events, Duration "
         f"FROM {any_store.database}.otel_traces WHERE TraceId = {{t:String}}", {"t": f"{2:032x}"})
@@ -202,9 +216,9 @@ def test_a_repeated_insert_with_its_token_is_dropped(any_store):
     for _ in range(3):
         for name, table in tables.non_empty():
             any_store.insert(name, table, dedup_token="group-1")
-    # each request's tool is on its row (migration 046): none in `tools`
-    assert {table: raw_count(any_store, table) for table in ALL_TABLES} == {
-        "requests": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
+    # each request's tool is in its document (migrations 046, 051): none in `tools`
+    assert {table: raw_count(any_store, table) for table in (*ALL_TABLES, "blocks")} == {
+        "requests": 3, "request_docs": 3, "blocks": 12, "tools": 0, "contents": 7, "otel_traces": 3}
     assert tool_count(any_store, any_store.database) == 3
 
 
@@ -238,7 +252,8 @@ def test_a_database_with_only_001_is_migrated_forward_and_reads_old_rows(any_emp
                         f"FROM {old}.requests FINAL ORDER BY request_id")
     assert rows == [{"request_id": f"{1:016x}", "block_count": 4, "has_default": True},
                     {"request_id": f"{2:016x}", "block_count": 4, "has_default": True}]
-    assert raw_count(legacy, "blocks") == 8
+    # the old rows' documents (copied by migration 049) and their blocks through the view of 050
+    assert raw_count(legacy, "request_docs") == 2 and raw_count(legacy, "blocks") == 8
     new = build_tables(spans, [])
     legacy.insert("otel_traces", new.tables["otel_traces"])
     assert raw_count(legacy, "otel_traces") == 2
@@ -329,8 +344,9 @@ def test_store_down_then_back_every_record_once(tmp_path):
             time.sleep(0.1)
         for batch in batches:
             sink.accept(batch)  # resends after the outage change nothing
-        counts = {table: raw_count(store, table) for table in ALL_TABLES}
-        assert counts == {"requests": 8, "blocks": 32, "tools": 0, "contents": 12, "otel_traces": 8}
+        counts = {table: raw_count(store, table) for table in (*ALL_TABLES, "blocks")}
+        assert counts == {"requests": 8, "request_docs": 8, "blocks": 32, "tools": 0, "contents": 12,
+                          "otel_traces": 8}
         assert tool_count(store, store.database) == 8
         ids = store.query("SELECT SpanId, count() AS n FROM down_test.otel_traces GROUP BY SpanId HAVING n > 1")
         assert ids == []

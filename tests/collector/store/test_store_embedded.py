@@ -20,7 +20,7 @@ def test_migrate_creates_tables_once(store):
 
 
 def test_tables_are_partitioned_by_day_with_ttl(store):
-    for table in ("requests", "blocks", "tools", "contents"):
+    for table in ("requests", "request_docs", "tools", "contents"):
         ddl = store.query(
             "SELECT create_table_query FROM system.tables WHERE database = {db:String} AND name = {t:String}",
             {"db": store.database, "t": table},

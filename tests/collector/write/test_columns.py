@@ -11,7 +11,6 @@ from promptprism.collector.write._columns import (
     MapColumn,
     list_array,
     pluck,
-    repeat,
     strings,
 )
 
@@ -38,7 +37,6 @@ def test_list_array_and_helpers():
     items = pa.array(["a", "b", "c"])
     assert list_array([0, 2, 2, 3], items).to_pylist() == [["a", "b"], [], ["c"]]
     assert list_array([0, 2, 2, 3], items).type == pa.list_(pa.string())
-    assert repeat(["x", "y", "z"], [2, 0, 1]) == ["x", "x", "z"]
     assert pluck([pa.array([1]), pa.array([1, 2])], "null_count") == [0, 0]
 
 

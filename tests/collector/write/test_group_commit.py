@@ -27,8 +27,9 @@ from .test_sink import counts, now_ns
 
 EXPORTS = 8
 SPANS_PER_EXPORT = 2
-# Every table an export writes, the materialized views' targets included.
-TABLES = ("requests", "blocks", "tools", "contents", "request_content", "request_ids", "otel_traces",
+# Every table an export writes, the materialized views' targets included (a request's blocks and content
+# references are in its document, `request_docs`: migration 048).
+TABLES = ("requests", "request_docs", "tools", "contents", "request_ids", "trace_threads", "otel_traces",
           "otel_traces_trace_id_ts")
 
 
@@ -55,11 +56,14 @@ def send(collector, number: int, spans) -> SpanExportResult:
 
 def table_rows(store, table: str) -> list[tuple]:
     """Every row of ``table`` (not merged: each insert's own rows), in a fixed order, without the
-    columns an insert fills with its own time."""
+    columns an insert fills with its own time. Columns filled from the others are compared: a
+    `request_docs` row is its keys and its document (``doc``, DEFAULT from the EPHEMERAL inputs)."""
     columns = [row["name"] for row in store.query(
         "SELECT name FROM system.columns WHERE database = {db:String} AND table = {table:String} "
-        "AND default_kind IN ('', 'MATERIALIZED') ORDER BY position",
+        "AND default_kind IN ('', 'DEFAULT', 'MATERIALIZED') AND position(default_expression, 'now') = 0 "
+        "ORDER BY position",
         {"db": store.database, "table": table})]
+    assert columns, table
     # Each value as the hex of its text: binary keys are not UTF-8, which JSON output needs.
     listed = ", ".join(f"hex(toString(`{column}`)) AS `{column}`" for column in columns)
     rows = store.query(f"SELECT {listed} FROM {store.database}.{table}")

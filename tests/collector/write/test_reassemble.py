@@ -299,7 +299,7 @@ def test_requests_attributes_hold_the_text_otel_traces_holds():
     span.resource_attributes.update(ODD_VALUES)
     records, _ = reassemble([span])
     tables = build_tables([span], records)
-    [request] = tables.tables["requests"].to_pylist()
+    [request] = tables.tables["request_docs"].to_pylist()  # the attributes are in its document (051)
     [trace] = tables.tables["otel_traces"].to_pylist()
     assert dict(request["attributes"]) == {key: value for key, value in trace["SpanAttributes"]
                                            if key in ODD_VALUES}

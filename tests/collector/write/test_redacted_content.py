@@ -84,14 +84,18 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
     assert content_sha256(redacting.tools[0]) == sha(REDACTED_TOOL_TEXT)
 
     tables = build_tables(spans, records)
-    blocks = tables.tables["blocks"].to_pylist()
-    credentials = [row for row in blocks if row["name"] == "credentials"]
-    # Both rows keep the wire digest (diff and cache queries compare it); each
+    # A request's blocks are arrays of its document (migration 048), in index order.
+    documents = tables.tables["request_docs"].to_pylist()
+    credentials = [(document["block_sha256"][index], document["block_content_sha256"][index],
+                    document["block_redacted"][index])
+                   for document in documents for index, name in enumerate(document["block_names"])
+                   if name == "credentials"]
+    # Both blocks keep the wire digest (diff and cache queries compare it); each
     # points at its own text ('': the text as sent, under sha256 itself).
-    assert [(row["sha256"], row["content_sha256"], row["redacted"]) for row in credentials] == [
-        (sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
-    # A request's tools are arrays of its row (migration 046), as `tools` rows held them before.
-    requests = tables.tables["requests"].to_pylist()
+    assert credentials == [(sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
+    # A request's tools are arrays of its document (migration 048; of its row from 046), as `tools` rows
+    # held them before.
+    requests = tables.tables["request_docs"].to_pylist()
     assert [(row["tool_sha256"], row["tool_content_sha256"], row["tool_redacted"]) for row in requests] == [
         ([sha(TOOL_TEXT)], [sha(REDACTED_TOOL_TEXT)], [True]), ([sha(TOOL_TEXT)], [""], [False])]
     assert tables.tables["tools"].num_rows == 0
@@ -113,7 +117,8 @@ def test_a_redacted_flag_without_content_flags_nothing():
     events[1][names.BLOCK_REDACTED] = True
     records, _ = reassemble([decoded_span(prompt_attributes(prompt, len(events)), events)])
     assert records[0].mapped and not records[0].blocks[1].redacted
-    assert build_tables([], records).tables["blocks"].column("content_sha256").to_pylist() == ["", "", ""]
+    documents = build_tables([], records).tables["request_docs"]
+    assert documents.column("block_content_sha256").to_pylist() == [["", "", ""]]
 
 
 # --- the whole path: each request reads back its own text -----------------------

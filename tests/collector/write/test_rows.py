@@ -12,13 +12,14 @@ from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.record import Block, RequestRecord
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.collector.write.rows import (
+    BLOCK_ARRAYS,
     TABLES,
-    blocks_table,
     build_tables,
     contents_table,
     merge_tables,
     otel_attribute_string,
     otel_traces_table,
+    request_docs_table,
     requests_table,
     tools_table,
 )
@@ -74,9 +75,11 @@ def test_request_row_carries_every_record_field():
     assert schema.field("input_tokens").type == pa.int64()
 
 
-def test_block_and_tool_rows_follow_the_record():
+def test_block_arrays_and_tool_rows_follow_the_record():
     _, record = make_request(0, started_at_ns=BASE_NS)
-    blocks = blocks_table([record]).to_pylist()
+    (document,) = request_docs_table([record], requests_table([record]), {}).to_pylist()
+    blocks = [dict(zip(BLOCK_ARRAYS.values(), values))
+              for values in zip(*(document[array] for array in BLOCK_ARRAYS))]
     assert [(b["index"], b["name"], b["layer"], b["stability"], b["start"], b["end"], b["size"]) for b in blocks] == [
         (0, "identity", "identity", "static", 0, 36, 36),
         (1, "rules", "instructions", "static", 36, 66, 30),
@@ -84,8 +87,8 @@ def test_block_and_tool_rows_follow_the_record():
         (3, "question", "state", "turn", 97, 118, 21),  # "Turn 0: what is 2+0?\n"
     ]
     assert blocks[0]["sha256"] == sha(SYSTEM_PARTS[0][3])
-    assert {b["request_id"] for b in blocks} == {record.request_id}
-    assert "content" not in blocks_table([record]).column_names  # text lives in `contents`
+    assert document["request_id"] == record.request_id
+    assert "content" not in BLOCK_ARRAYS.values()  # text lives in `contents`
     tools = tools_table([record]).to_pylist()
     assert [(t["index"], t["name"], t["size"]) for t in tools] == [(0, "search", 33)]  # len('{"name":"search","parameters":{}}')
 
@@ -141,11 +144,13 @@ def test_build_and_merge_keep_shared_content_once():
     first = build_tables([p[0] for p in pairs[:2]], [p[1] for p in pairs[:2]])
     second = build_tables([p[0] for p in pairs[2:]], [p[1] for p in pairs[2:]])
     merged = merge_tables([first, second])
-    # these requests carry no captured messages: no request_content rows; their tools are on their rows
-    assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name not in ("request_content", "tools")]
-    assert [len(names) for names in merged.tables["requests"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
+    # their tools are on their rows, their blocks in their documents
+    assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name != "tools"]
+    assert [len(names) for names in merged.tables["request_docs"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
+    assert "tool_names" not in merged.tables["requests"].column_names  # in the documents only (migration 051)
     assert merged.spans == 4 and merged.requests == 4
-    assert merged.tables["requests"].num_rows == 4 and merged.tables["blocks"].num_rows == 16
+    assert merged.tables["requests"].num_rows == 4 == merged.tables["request_docs"].num_rows
+    assert [len(names) for names in merged.tables["request_docs"].column("block_names").to_pylist()] == [4, 4, 4, 4]
     # both halves carried the three shared blocks and the tool: kept once
     assert merged.tables["contents"].num_rows == 8 == len(merged.content_keys)
     assert len(set(merged.tables["contents"].column("sha256").to_pylist())) == 8
@@ -252,9 +257,9 @@ def test_a_conversation_stores_each_message_once_and_every_request_points_to_its
     texts = tables.tables["contents"].to_pylist()
     # 5 questions + 5 answers + the two variable values + the instructions: each once
     assert len(texts) == 13
-    references = tables.tables["request_content"].to_pylist()
+    references = tables.tables["request_docs"].to_pylist()
     assert [len(row["input_messages_keys"]) for row in references] == [1, 3, 5, 7, 9]
-    assert {row["thread"] for row in references} == {"conv-1"}
+    assert {row["conversation_id"] for row in references} == {"conv-1"}
     stored = {(str(row["day"]), row["sha256"]): row["content"] for row in texts}
     for record, reference in zip(records, references):
         reference = {**reference, "content_day": str(texts[0]["day"])}
@@ -271,7 +276,7 @@ def test_a_string_template_variable_shares_the_row_of_the_block_it_fills():
     _, record = make_request(0, started_at_ns=BASE_NS)
     record.template_variables = json.dumps({"rules": SYSTEM_PARTS[1][3]})
     tables = build_tables([], [record])
-    [reference] = tables.tables["request_content"].to_pylist()
+    [reference] = tables.tables["request_docs"].to_pylist()
     assert reference["template_variables_keys"] == [bytes.fromhex(sha(SYSTEM_PARTS[1][3]))[:16]]
     assert reference["template_variables_raw"] == [1]
     assert tables.tables["contents"].num_rows == 5  # the four blocks' and the tool's text, nothing more

@@ -14,7 +14,7 @@ from support import wait_until
 
 from ..write_path_samples import make_batch
 
-COUNT_TABLES = ("requests", "blocks", "tools", "contents", "otel_traces")
+COUNT_TABLES = ("requests", "request_docs", "tools", "contents", "otel_traces")
 
 
 def now_ns() -> int:
@@ -28,6 +28,11 @@ def counts(store) -> dict[str, int]:
         result[table] = store.query(f"SELECT count() AS n FROM {store.database}.{table}{final}")[0]["n"]
         # Raw rows too: dedup must happen at insert, not only under FINAL.
         result[f"{table}_raw"] = store.query(f"SELECT count() AS n FROM {store.database}.{table}")[0]["n"]
+    # `blocks` is a view of the documents' blocks (migration 050), which takes no FINAL: each block of a
+    # request once, and raw, every block of every stored document.
+    result["blocks"] = store.query(
+        f"SELECT count() AS n FROM (SELECT 1 FROM {store.database}.blocks LIMIT 1 BY request_id, `index`)")[0]["n"]
+    result["blocks_raw"] = store.query(f"SELECT count() AS n FROM {store.database}.blocks")[0]["n"]
     return result
 
 
@@ -41,10 +46,12 @@ def sink(store, tmp_path):
 def test_accept_writes_every_table(store, sink):
     sink.accept(make_batch(0, 4, started_at_ns=now_ns()))
     c = counts(store)
-    assert c["requests"] == 4 and c["otel_traces"] == 4
-    # each request's tool definition is on its row (migration 046), not a row of `tools`
+    assert c["requests"] == 4 and c["request_docs"] == 4 and c["otel_traces"] == 4
+    # each request's blocks are in its document (migration 048), read through the view `blocks`;
+    # its tool definition too (an array of it), not a row of `tools`
     assert c["blocks"] == 16 and c["tools"] == 0
-    assert store.query(f"SELECT sum(length(tool_names)) AS n FROM {store.database}.requests")[0]["n"] == 4
+    assert store.query(f"SELECT sum(JSONLength(doc, 'tool_names')) AS n FROM {store.database}.request_docs"
+                       )[0]["n"] == 4
     # 3 shared blocks + 4 distinct turn blocks + 1 tool definition, once each
     assert c["contents"] == 8
     stats = sink.stats()
@@ -144,7 +151,8 @@ def test_accepts_that_arrive_while_the_writer_inserts_are_spooled_and_inserted_a
     assert counts(store)["otel_traces_raw"] == 24
     stats = sink.stats()
     assert stats["groups_written"] == 2  # the first batch alone, then the eleven that waited, together
-    # one insert per non-empty table per group: contents, blocks, requests (with their tools), otel_traces
+    # one insert per non-empty table per group: contents, request_docs (with their blocks), requests (with
+    # their tools), otel_traces
     assert gated.inserts == 4 * stats["groups_written"]
     assert stats["spool_batches"] == 0 and not list((tmp_path / "spool").iterdir())  # files and intent removed
 
@@ -198,6 +206,7 @@ def test_an_export_converted_but_not_yet_accepted_still_holds_the_group(store, t
                    message="the spool was not inserted once nothing was arriving")
         stats = sink.stats()
         assert stats["groups_written"] == 2  # the first alone (the writer), then the second and third together
+        # 4 inserts per group: contents, request_docs, requests, otel_traces
         assert gated.inserts == 8 and counts(store)["otel_traces_raw"] == 6
     finally:
         gated.gate.set()
@@ -227,7 +236,7 @@ def test_unreachable_store_spools_and_a_later_start_replays(store, tmp_path, por
     up.accept(batches[0])  # a resend after the replay is still one record
     up.close()
     c = counts(store)
-    assert c["requests_raw"] == 6 and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
+    assert c["requests_raw"] == 6 == c["request_docs_raw"] and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
     assert not list((tmp_path / "spool").glob("*.spool"))
 
 
@@ -304,7 +313,7 @@ def test_a_group_whose_insert_went_through_before_a_crash_is_not_stored_twice(st
     finally:
         up.close()
     c = counts(store)
-    assert c["requests_raw"] == 6 and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
+    assert c["requests_raw"] == 6 == c["request_docs_raw"] and c["otel_traces_raw"] == 6 and c["blocks_raw"] == 24
 
 
 def test_ingest_keeps_an_export_arriving_until_its_accept_returns(store, tmp_path):

@@ -128,16 +128,16 @@ def test_tables_serialized_by_a_worker_are_written_as_they_are_and_others_anew()
     from promptprism.collector.write.spool import checksum
 
     original, other = group(0), group(10)
-    requests, blocks = original.tables.tables["requests"], original.tables.tables["blocks"]
+    requests, documents = original.tables.tables["requests"], original.tables.tables["request_docs"]
     # For `requests`: the bytes of another group's requests, under this very table object: written as given.
     stand_in = table_to_bytes(other.tables.tables["requests"])
-    # For `blocks`: bytes made for another object (as when the sink filtered a table since): not used.
-    stale = table_to_bytes(other.tables.tables["blocks"])
+    # For `request_docs`: bytes made for another object (as when the sink filtered a table since): not used.
+    stale = table_to_bytes(other.tables.tables["request_docs"])
     original.serialized = {"requests": (requests, stand_in, checksum(stand_in)),
-                           "blocks": (other.tables.tables["blocks"], stale, checksum(stale))}
+                           "request_docs": (other.tables.tables["request_docs"], stale, checksum(stale))}
     copy = decode(encode(original))
     assert copy.tables.tables["requests"].equals(other.tables.tables["requests"])
-    assert copy.tables.tables["blocks"].equals(blocks)
+    assert copy.tables.tables["request_docs"].equals(documents)
 
 
 def test_a_file_written_before_per_table_checksums_still_reads():

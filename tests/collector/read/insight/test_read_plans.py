@@ -134,7 +134,7 @@ def test_the_overview_reads_only_its_window(scenario_store, now_ns, monkeypatch,
     now_s = now_ns // 10**9
     earliest = datetime.datetime.fromtimestamp(now_s - 8 * DAY - HOUR, datetime.timezone.utc).date()
     outside = _parts_before(store, earliest)
-    assert outside.get("requests") and outside.get("blocks")
+    assert outside.get("requests") and outside.get("request_docs")
     original = store.query
     captured = []
 
@@ -157,6 +157,6 @@ def test_the_overview_reads_only_its_window(scenario_store, now_ns, monkeypatch,
             if outside.get(table):
                 assert 0 <= selected <= total - outside[table], (table, selected, total, outside, sql)
                 checked.add(table)
-    assert {"requests", "blocks"} <= checked
+    assert {"requests", "request_docs"} <= checked  # `blocks` is a view of the documents
     if rolled_up:  # (the growth periods hold no whole hour with requests here: raw rows only)
         assert "cache_hourly" in checked

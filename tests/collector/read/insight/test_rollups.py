@@ -138,7 +138,7 @@ def test_a_request_sent_twice_under_two_tokens_counts_once(store, now_ns):
     requests = store.query("SELECT sum(requests) AS n FROM {db:Identifier}.prompt_requests_hourly",
                            {"db": store.database})[0]["n"]
     assert int(requests) == len(records)
-    for table in ("requests", "blocks"):
+    for table in ("requests", "request_docs"):
         store.execute(f"OPTIMIZE TABLE {store.database}.{table} FINAL")
     store.execute(f"TRUNCATE TABLE {store.database}.rollup_hours")
     assert from_rollups == report.run(store, "growth_series", {
