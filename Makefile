@@ -56,17 +56,18 @@ run: $(STAMP)
 # The two venvs and the browser are set up at the same time (a sub-make with
 # -j3, whatever -j `make test` was given). The two passes run at the same time
 # (each mostly uses one of the machine's cores); the 24.8 pass's output is shown
-# when both are done, and it takes its test ports from its own range
-# (tests/support.py). Either failing fails the target.
+# when both are done. Each pass takes its test ports from its own range, below
+# the kernel's ephemeral ports (tests/support.py). Either failing fails the target.
 CH248_LOG := .pytest-ch248.log
 CH248_PORTS ?= 20000-29999
+MAIN_PORTS ?= 10000-19999
 test:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(STAMP_CH248) browser
 	@echo "ClickHouse 24.8 pass (.venv-ch248, $(CH248_PYTEST_ARGS)) running beside this one; its output follows this pass's"
 	@PROMPTPRISM_TEST_PORTS=$(CH248_PORTS) $(BIN_CH248)/python -m pytest -p no:cacheprovider \
 	    $(CH248_PYTEST_ARGS) $(PYTEST_ARGS) >$(CH248_LOG) 2>&1 & ch248=$$!; \
 	trap 'kill $$ch248 2>/dev/null' INT TERM; \
-	$(BIN)/python -m pytest $(PYTEST_ARGS); main_pass=$$?; \
+	PROMPTPRISM_TEST_PORTS=$(MAIN_PORTS) $(BIN)/python -m pytest $(PYTEST_ARGS); main_pass=$$?; \
 	wait $$ch248; ch248_pass=$$?; \
 	echo; echo "==== ClickHouse 24.8 pass ($(BIN_CH248)/python -m pytest $(CH248_PYTEST_ARGS) $(PYTEST_ARGS))"; \
 	cat $(CH248_LOG); rm -f $(CH248_LOG); \

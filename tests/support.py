@@ -44,11 +44,15 @@ def wait_until(condition, timeout: float = 30.0, message: str = "condition not r
         pause.wait(0.05)
 
 
-# `make test` runs its two passes (ClickHouse 26.x and 24.8) at the same time: the
-# 24.8 pass takes its ports from a range below the kernel's ephemeral ports (set
-# in the Makefile), so a port one pass found free is not handed to the other by
-# the kernel before the pass's server binds it.
+# `make test` runs its two passes (ClickHouse 26.x and 24.8) at the same time, each
+# taking its ports from its own range below the kernel's ephemeral ports (set in
+# the Makefile): a port found free is then neither handed to the other pass nor
+# taken by the kernel as the source port of some client's connection before the
+# server binds it (an ephemeral port chosen with bind(0) and released can be;
+# a CI run lost a test to that). A process hands a port out once (until it has
+# handed out half the range).
 PORT_RANGE = os.environ.get("PROMPTPRISM_TEST_PORTS", "")
+_GIVEN: set[int] = set()
 
 
 def free_port() -> int:
@@ -56,12 +60,17 @@ def free_port() -> int:
         import random
 
         low, high = (int(bound) for bound in PORT_RANGE.split("-"))
+        if len(_GIVEN) > (high + 1 - low) // 2:
+            _GIVEN.clear()  # most of the range handed out: the earliest tests' servers are long gone
         for candidate in random.sample(range(low, high + 1), min(200, high + 1 - low)):
+            if candidate in _GIVEN:
+                continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 try:
                     sock.bind(("127.0.0.1", candidate))
                 except OSError:
                     continue
+                _GIVEN.add(candidate)
                 return candidate
         raise RuntimeError(f"no free port in PROMPTPRISM_TEST_PORTS={PORT_RANGE}")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
