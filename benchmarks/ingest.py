@@ -230,8 +230,16 @@ STAGE_FIGURES = [Figure(stage, rf"[:,] {stage} (\d+) ms", "ms", True)
 
 
 def wait_stored(collector, expected: int, timeout: float = 300.0) -> int:
-    """Requests of the benchmark's service in the store, once ``expected`` are there (or the time is up)."""
+    """Requests of the benchmark's service in the store, once ``expected`` are there (or the time is up).
+
+    The collector runs in this process: its sink counts the requests it has inserted, and that count
+    is watched every 2 ms (a store query every 50 ms, as before, added ~25 ms to each collector round on
+    average, ~3 % of it); then the store is asked, and its count is the answer."""
     deadline = time.monotonic() + timeout
+    while collector.sink.stats()["requests_stored"] < expected:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
     while True:
         stored = collector.store.query(
             f"SELECT count() AS n FROM {collector.store.database}.requests WHERE service = 'bench-app'")[0]["n"]
@@ -327,7 +335,7 @@ def timeline(collector, target: str, expected: int) -> int:
         recorder.note(f"all {len(payloads)} exports acknowledged ({seconds * 1000:.0f} ms)")
         expected += SPANS_PER_BATCH * len(payloads)
         wait_stored(collector, expected)
-        recorder.note("all seen in the store (benchmark's poll: every 50 ms)")
+        recorder.note("all seen in the store (the sink's count, watched every 2 ms, then the store's)")
     print(f"timeline of a round of {len(payloads)} exports sent to the collector ({CLIENT_THREADS} in flight):",
           flush=True)
     recorder.print()
