@@ -82,15 +82,17 @@ class MapColumn:
         self.values.extend(mapping.values())
         self.offsets.append(len(self.keys))
 
-    def add_without(self, mapping: dict, left_out: str) -> None:
-        """``add`` without the entry ``left_out``."""
-        if left_out not in mapping:
+    def add_without(self, mapping: dict, *left_out: str) -> None:
+        """``add`` without the entries ``left_out``."""
+        present = [key for key in left_out if key in mapping]
+        if not present:
             self.add(mapping)
             return
         # Whole-list operations (C loops) rather than a Python loop per entry: one call per block event.
         keys, values = list(mapping), list(mapping.values())
-        position = keys.index(left_out)
-        del keys[position], values[position]
+        for key in present:
+            position = keys.index(key)
+            del keys[position], values[position]
         self.keys.extend(keys)
         self.values.extend(values)
         self.offsets.append(len(self.keys))

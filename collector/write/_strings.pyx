@@ -94,7 +94,7 @@ def string_array(list values, stringify):
 cdef object OFFSETS = pa.int32()
 cdef object TIMESTAMP = pa.timestamp("ns", tz="UTC")
 cdef object map_from_arrays = pa.MapArray.from_arrays
-DROP_BLOCK_TEXT = 1  # rows.DROP_BLOCK_TEXT: the span's block events leave their content out
+DROP_BLOCK_MAP = 1  # rows.DROP_BLOCK_MAP: the span's block events leave their content and digest out
 DROP_TOOL_TEXT = 2  # rows.DROP_TOOL_TEXT: its tool events too, when contents holds the text
 
 
@@ -196,21 +196,21 @@ cdef class _Integers:
         return from_buffers(kind, self.count, [None, py_buffer(narrow)])
 
 
-def event_columns(list spans, list drops, str event_prompt_block, str block_content, str event_tool_definition,
-                  str tool_content, str tool_sha256, stringify):
+def event_columns(list spans, list drops, str event_prompt_block, str block_content, str block_sha256,
+                  str event_tool_definition, str tool_content, str tool_sha256, stringify):
     """``rows.event_columns_python``'s answer in one C pass, or None: use that definition.
 
-    ``drops[n]``: which captured text span n's events leave out (``DROP_BLOCK_TEXT``,
+    ``drops[n]``: what span n's events leave out (``DROP_BLOCK_MAP``,
     ``DROP_TOOL_TEXT``). Returns the spans' offsets into the events, and the events' times,
     names and attribute maps (values through ``stringify`` as ``_columns.MapColumn``)."""
     try:
-        return _event_columns(spans, drops, event_prompt_block, block_content, event_tool_definition,
+        return _event_columns(spans, drops, event_prompt_block, block_content, block_sha256, event_tool_definition,
                               tool_content, tool_sha256, stringify)
     except (_Fallback, UnicodeEncodeError, OverflowError):
         return None
 
 
-cdef object _event_columns(list spans, list drops, str event_prompt_block, str block_content,
+cdef object _event_columns(list spans, list drops, str event_prompt_block, str block_content, str block_sha256,
                            str event_tool_definition, str tool_content, str tool_sha256, object stringify):
     cdef Py_ssize_t span_count = len(spans), n, position
     cdef int drop
@@ -221,7 +221,7 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
     cdef _Column keys = _Column(span_count * 64, 24)
     cdef _Column values = _Column(span_count * 64, 32)
     cdef int64_t events = 0, entries = 0
-    cdef object span, event, event_list, attributes_object, name, key, left_out, sha256
+    cdef object span, event, event_list, attributes_object, name, key, left_out, digest_left_out, sha256
     cdef dict attributes
     cdef PyObject* key_pointer
     cdef PyObject* value_pointer
@@ -243,9 +243,12 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
             times.append64(event.time_ns)
             names.append(name, str)
             attributes = <dict>attributes_object
-            left_out = None
-            if drop & DROP_BLOCK_TEXT and block_content in attributes and name == event_prompt_block:
-                left_out = block_content
+            left_out = digest_left_out = None
+            if drop & DROP_BLOCK_MAP and name == event_prompt_block:
+                if block_content in attributes:
+                    left_out = block_content
+                if block_sha256 in attributes:
+                    digest_left_out = block_sha256
             elif drop & DROP_TOOL_TEXT and tool_content in attributes and name == event_tool_definition:
                 sha256 = attributes.get(tool_sha256)
                 if isinstance(attributes[tool_content], str) and isinstance(sha256, str) and sha256 != "":
@@ -255,6 +258,9 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
                 key = <object>key_pointer
                 if left_out is not None and key == left_out:
                     left_out = None  # that entry only, as MapColumn.add_without
+                    continue
+                if digest_left_out is not None and key == digest_left_out:
+                    digest_left_out = None
                     continue
                 if type(key) is not str:
                     raise _Fallback()

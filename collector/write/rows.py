@@ -528,6 +528,34 @@ def moved_content_attributes(records: Iterable[RequestRecord]) -> dict[SpanKey, 
     return moved
 
 
+# Digests a request's document holds (migration 048): random hex that no codec shrinks, ~150 B
+# per request in otel_traces on benchmarks/storage.py's traffic with the block events' digests.
+# A request span's row leaves them out where its value is the document's, as a mapped request
+# span's block events leave out their digest (``event_columns``): the request
+# (GET /api/requests/{span id}, the inspector by trace id) shows them.
+DOCUMENT_DIGESTS = {names.PROMPT_SHA256: "prompt_sha256", names.REQUEST_BODY_SHA256: "body_sha256",
+                    names.REQUEST_TOOLS_CATALOG_SHA256: "tools_catalog_sha256"}
+
+
+def document_digests(records: Iterable[RequestRecord]) -> dict[SpanKey, dict[str, str]]:
+    """Per request span, the digest attributes its record holds (non-empty), with their values."""
+    held = {}
+    for record in records:
+        found = {attribute: value.lower() for attribute, field_name in DOCUMENT_DIGESTS.items()
+                 if (value := getattr(record, field_name))}
+        if found:
+            held[(record.trace_id, record.request_id)] = found
+    return held
+
+
+def _without_held(attributes: dict[str, Any], held: dict[str, str]) -> dict[str, Any]:
+    """``attributes`` without the digests whose value (in any case) is the one the record holds."""
+    if not any(type(attributes.get(key)) is str and attributes[key].lower() == value for key, value in held.items()):
+        return attributes
+    return {key: value for key, value in attributes.items()
+            if not (key in held and type(value) is str and value.lower() == held[key])}
+
+
 def _without_moved(attributes: dict[str, Any], moved: frozenset[str]) -> dict[str, Any]:
     kept = {key: value for key, value in attributes.items() if key not in moved}
     present = sorted(key for key in moved if key in attributes)
@@ -542,10 +570,14 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     ``Events.Attributes`` (the request's document and tools point there), and
     a request's captured content attributes (messages, template variables,
     system instructions) are replaced by ``CONTENT_MOVED`` naming them — the
-    exporter itself would copy every attribute."""
+    exporter itself would copy every attribute. Nor are the digests the
+    request's document holds: a mapped request span's block events leave out
+    their ``sha256``, its attributes the prompt's, the body's and the tool
+    catalog's (``DOCUMENT_DIGESTS``)."""
     spans, records = list(spans), list(records)
     block_text_stored, tool_text_stored = stored_content_spans(records)
     moved_content = moved_content_attributes(records)
+    digests = document_digests(records)
     resource, span_attributes = MapColumn(otel_attribute_string), MapColumn(otel_attribute_string)
     link_attributes = MapColumn(otel_attribute_string)
     link_offsets = [0]
@@ -554,9 +586,10 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     for span in spans:
         resource.add_shared(span.resource_attributes)  # one dict per resource, shared by its spans
         key = (span.trace_id, span.span_id)
-        moved = moved_content.get(key)
-        span_attributes.add(_without_moved(span.attributes, moved) if moved else span.attributes)
-        drops.append((DROP_BLOCK_TEXT if key in block_text_stored else 0)
+        moved, held = moved_content.get(key), digests.get(key)
+        attributes = _without_moved(span.attributes, moved) if moved else span.attributes
+        span_attributes.add(_without_held(attributes, held) if held else attributes)
+        drops.append((DROP_BLOCK_MAP if key in block_text_stored else 0)
                      | (DROP_TOOL_TEXT if key in tool_text_stored else 0))
         for link in span.links:
             links.append(link)
@@ -587,18 +620,18 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     })
 
 
-_EVENT_PROMPT_BLOCK, _BLOCK_CONTENT = names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT
+_EVENT_PROMPT_BLOCK, _BLOCK_CONTENT, _BLOCK_SHA256 = names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256
 _EVENT_TOOL_DEFINITION, _TOOL_CONTENT = names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT
 
 # Which captured text a span's events leave out (``event_columns``' ``drops``, bits).
-DROP_BLOCK_TEXT = 1  # its block events' content: the span's record is mapped (stored_content_spans)
+DROP_BLOCK_MAP = 1  # its block events' content and digest: the span's record is mapped (stored_content_spans)
 DROP_TOOL_TEXT = 2  # its tool events' content, where contents holds it (_tool_content_stored)
 
 try:  # the same columns in one C pass (_strings.pyx; README "Ingest throughput")
-    from ._strings import DROP_BLOCK_TEXT as _COMPILED_DROP_BLOCK_TEXT
+    from ._strings import DROP_BLOCK_MAP as _COMPILED_DROP_BLOCK_MAP
     from ._strings import DROP_TOOL_TEXT as _COMPILED_DROP_TOOL_TEXT
     from ._strings import event_columns as _compiled_event_columns
-    if (_COMPILED_DROP_BLOCK_TEXT, _COMPILED_DROP_TOOL_TEXT) != (DROP_BLOCK_TEXT, DROP_TOOL_TEXT):
+    if (_COMPILED_DROP_BLOCK_MAP, _COMPILED_DROP_TOOL_TEXT) != (DROP_BLOCK_MAP, DROP_TOOL_TEXT):
         _compiled_event_columns = None  # an extension built from other sources: not ours to trust
 except ImportError:  # not built: the definition below, slower
     _compiled_event_columns = None
@@ -610,8 +643,9 @@ def event_columns(spans: list[DecodedSpan], drops: list[int]) -> tuple[pa.Array,
     says. Compiled when built (~20k block events per 512-span export, each a map of ~10); it hands
     anything unusual back to ``event_columns_python``, the definition."""
     if _compiled_event_columns is not None:
-        columns = _compiled_event_columns(spans, drops, _EVENT_PROMPT_BLOCK, _BLOCK_CONTENT, _EVENT_TOOL_DEFINITION,
-                                          _TOOL_CONTENT, names.TOOL_SHA256, otel_attribute_string)
+        columns = _compiled_event_columns(spans, drops, _EVENT_PROMPT_BLOCK, _BLOCK_CONTENT, _BLOCK_SHA256,
+                                          _EVENT_TOOL_DEFINITION, _TOOL_CONTENT, names.TOOL_SHA256,
+                                          otel_attribute_string)
         if columns is not None:
             return columns
     return event_columns_python(spans, drops)
@@ -629,8 +663,8 @@ def event_columns_python(spans: list[DecodedSpan],
             event_times.append(event.time_ns)
             event_names.append(event.name)
             attributes = event.attributes
-            if drop & DROP_BLOCK_TEXT and _BLOCK_CONTENT in attributes and event.name == _EVENT_PROMPT_BLOCK:
-                event_attributes.add_without(attributes, _BLOCK_CONTENT)
+            if drop & DROP_BLOCK_MAP and event.name == _EVENT_PROMPT_BLOCK:
+                event_attributes.add_without(attributes, _BLOCK_CONTENT, _BLOCK_SHA256)
             elif (drop & DROP_TOOL_TEXT and _TOOL_CONTENT in attributes and event.name == _EVENT_TOOL_DEFINITION
                   and _tool_content_stored(attributes)):
                 event_attributes.add_without(attributes, _TOOL_CONTENT)

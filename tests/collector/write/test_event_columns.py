@@ -1,7 +1,8 @@
 """otel_traces' event columns: the compiled pass (write/_strings.pyx) against the definition.
 
 ``rows.event_columns`` lays out every span event's time, name and attribute map
-(block and tool text left out where ``contents`` holds it) in one C pass when
+(block text and digests left out where the request's document holds its
+block map, tool text where ``contents`` holds it) in one C pass when
 the extension is built; ``rows.event_columns_python`` is the definition. On
 generated events — every value kind, the block and tool names and keys that
 trigger leaving text out, values the C pass hands back (ints past 64 bits,
@@ -32,7 +33,8 @@ def test_under_ci_the_compiled_event_columns_are_built():
     assert COMPILED is not None, "setup.py did not build promptprism.collector.write._strings"
 
 
-KEYS = st.sampled_from([names.BLOCK_CONTENT, names.TOOL_CONTENT, names.TOOL_SHA256, names.BLOCK_INDEX, "a", ""]) \
+KEYS = st.sampled_from([names.BLOCK_CONTENT, names.BLOCK_SHA256, names.TOOL_CONTENT, names.TOOL_SHA256,
+                        names.BLOCK_INDEX, "a", ""]) \
     | st.text(max_size=6)
 USUAL_VALUES = st.one_of(st.text(max_size=8), st.integers(-2**63, 2**63 - 1), st.booleans(), st.floats(),
                          st.lists(st.integers(), max_size=2), st.just(""))
@@ -46,8 +48,10 @@ def events(draw) -> SpanEvent:
     """A usual event (block and tool events with their text among them), now and then an odd value or time."""
     attributes = draw(st.dictionaries(KEYS, USUAL_VALUES, max_size=6))
     kind = draw(st.integers(0, 3))
-    if kind == 0:  # a block event with its text
+    if kind == 0:  # a block event with its text, mostly with its digest
         name, attributes[names.BLOCK_CONTENT] = names.EVENT_PROMPT_BLOCK, draw(st.text(max_size=8))
+        if draw(st.integers(0, 3)):
+            attributes[names.BLOCK_SHA256] = draw(st.sampled_from(["cd" * 32, "", 7]))
     elif kind == 1:  # a tool event with its text, hashed or not
         name, attributes[names.TOOL_CONTENT] = names.EVENT_TOOL_DEFINITION, draw(USUAL_VALUES)
         attributes[names.TOOL_SHA256] = draw(st.sampled_from(["ab" * 32, "", 7]))
@@ -82,8 +86,8 @@ def definition_or_error(spans, drops):
 def test_compiled_event_columns_equal_the_definition(generated):
     spans, drops = [span(events) for events, _ in generated], [drop for _, drop in generated]
     expected = definition_or_error(spans, drops)
-    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.EVENT_TOOL_DEFINITION,
-                      names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
+                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
     if answer is not None:  # None: handed back to the definition
         assert isinstance(expected, tuple)
         for compiled, defined in zip(answer, expected):
@@ -94,18 +98,21 @@ def test_compiled_event_columns_equal_the_definition(generated):
 
 
 @needs_the_extension
-def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_out(monkeypatch):
+def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_and_digests_out(monkeypatch):
     from promptprism.collector.otlp.traces import decode_protobuf
     from promptprism.collector.write.reassemble import reassemble
 
     decoded = decode_protobuf(prompt_export())
     records, _ = reassemble(decoded.spans)
-    drops = [rows.DROP_BLOCK_TEXT | rows.DROP_TOOL_TEXT] * len(decoded.spans)
-    assert COMPILED(decoded.spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.EVENT_TOOL_DEFINITION,
-                    names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string) is not None
+    drops = [rows.DROP_BLOCK_MAP | rows.DROP_TOOL_TEXT] * len(decoded.spans)
+    assert COMPILED(decoded.spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
+                    names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256,
+                    rows.otel_attribute_string) is not None
     compiled = rows.otel_traces_table(decoded.spans, records)
     monkeypatch.setattr(rows, "_compiled_event_columns", None)
     assert compiled.equals(rows.otel_traces_table(decoded.spans, records))
-    attributes = compiled.column("Events.Attributes").to_pylist()[0]
-    assert attributes and all(names.BLOCK_CONTENT not in dict(pairs) for pairs in attributes)
+    attributes = [dict(pairs) for pairs in compiled.column("Events.Attributes").to_pylist()[0]]
+    assert attributes and all(names.BLOCK_CONTENT not in pairs and names.BLOCK_SHA256 not in pairs
+                              for pairs in attributes)
+    assert all(names.BLOCK_INDEX in pairs and names.BLOCK_LAYER in pairs for pairs in attributes)
     assert compiled.column("Events.Attributes").type == pa.list_(rows.STRING_MAP)

@@ -182,6 +182,35 @@ def _prompt_span_with_tool(*, bad_hash: bool = False):
     return span, [text for *_, text in parts], tool
 
 
+def test_a_request_span_leaves_the_digests_its_document_holds_out_of_otel_traces():
+    span, _, _ = _prompt_span_with_tool()
+    body, catalog = "AB" * 32, "cd" * 32  # the body's digest sent in capitals: the same digest
+    span.attributes.update({names.REQUEST_BODY_SHA256: body, names.REQUEST_TOOLS_CATALOG_SHA256: catalog,
+                            "app.sha256": "ef" * 32})
+    records, _ = reassemble([span])
+    tables = build_tables([span], records)
+    attributes = [dict(pairs) for pairs in tables.tables["otel_traces"].column("SpanAttributes").to_pylist()]
+    left_out = {names.PROMPT_SHA256, names.REQUEST_BODY_SHA256, names.REQUEST_TOOLS_CATALOG_SHA256}
+    assert not left_out & set(attributes[0])
+    assert attributes[0]["app.sha256"] == "ef" * 32 and attributes[0][names.PROMPT_BYTES]
+    # …which the request's document is packed from
+    documents = tables.tables["request_docs"]
+    assert documents.column("body_sha256")[0].as_py().lower() == body.lower()
+    assert documents.column("tools_catalog_sha256")[0].as_py() == catalog
+    assert documents.column("prompt_sha256")[0].as_py() == span.attributes[names.PROMPT_SHA256]
+
+
+def test_a_digest_that_is_not_the_documents_stays_in_otel_traces():
+    span, _, _ = _prompt_span_with_tool()
+    records, _ = reassemble([span])
+    records[0].body_sha256 = "12" * 32  # the record holds another value than the span sent
+    span.attributes[names.REQUEST_BODY_SHA256] = "34" * 32
+    tables = build_tables([span], records)
+    [attributes] = [dict(pairs) for pairs in tables.tables["otel_traces"].column("SpanAttributes").to_pylist()]
+    assert attributes[names.REQUEST_BODY_SHA256] == "34" * 32
+    assert names.PROMPT_SHA256 not in attributes
+
+
 def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
     span, texts, tool = _prompt_span_with_tool()
     records, _ = reassemble([span])
@@ -193,9 +222,14 @@ def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
     flat = [(key, value) for attributes in events for key, value in attributes]
     assert not {"promptprism.block.content", "promptprism.tool.content"} & {key for key, _ in flat}
     assert not set(texts + [tool]) & {value for _, value in flat}
-    # the event still points at its text in `contents`
-    shas = [value for key, value in flat if key in ("promptprism.block.sha256", "promptprism.tool.sha256")]
-    assert [bytes.fromhex(value)[:16] for value in shas] == tables.tables["contents"].column("sha256").to_pylist()
+    # A block event keeps its place in the map; its digest, as its text, is in the request's document,
+    # which points at the text in `contents` (one place each); the tool event still points there itself.
+    assert "promptprism.block.sha256" not in {key for key, _ in flat}
+    block_shas = tables.tables["request_docs"].column("block_sha256").to_pylist()[0]
+    assert block_shas == [sha(text) for text in texts]
+    tool_shas = [value for key, value in flat if key == "promptprism.tool.sha256"]
+    assert [bytes.fromhex(value)[:16] for value in [*block_shas, *tool_shas]] == \
+        tables.tables["contents"].column("sha256").to_pylist()
     assert [key for key, _ in events[0]][:2] == ["promptprism.block.index", "promptprism.block.name"]
 
 
