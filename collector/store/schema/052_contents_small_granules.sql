@@ -17,8 +17,9 @@
 -- way migrations 006, 023 and 040 rebuilt it (staging table, copy, EXCHANGE
 -- TABLES, catch-up copy, drop; on a cluster the same steps ON CLUSTER, the
 -- copies through the Distributed tables). It copies the whole table once:
--- allow for the time (~1 min for 4 M texts, 1 GB, on 2 cores) and twice the
--- disk of `contents` while it runs.
+-- allow for the time (~1.5 min for 4 M texts, 1 GB, on 2 cores) and three times the
+-- disk of `contents` while it runs (the catch-up copy repeats each text until
+-- the day's parts merge; reads take one copy).
 DROP TABLE IF EXISTS ${db}.contents__rebuild;
 
 CREATE TABLE IF NOT EXISTS ${db}.contents__rebuild
