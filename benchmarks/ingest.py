@@ -324,11 +324,11 @@ class Timeline:
         print("  (threads: " + ", ".join(f"{short} {name}" for name, short in threads.items()) + ")", flush=True)
 
 
-def timeline(collector, target: str, expected: int) -> int:
+def timeline(collector, target: str, expected: int, batches: int) -> int:
     """Two rounds sent to the collector alone; print the second one's timeline."""
     recorder = Timeline(collector)
     for number in range(2):
-        payloads = [build_batch(800_000 + 100 * number + index) for index in range(4)]
+        payloads = [build_batch(800_000 + 100 * number + index) for index in range(batches)]
         time.sleep(2.0)  # the background merges of earlier rounds settle first
         recorder.restart()
         seconds = drive(target, payloads)
@@ -426,7 +426,7 @@ def main() -> int:
                 expected = cpu_per_export(targets, collector, extra, expected)
                 stored = wait_stored(collector, expected)
             if args.timeline:
-                expected = timeline(collector, targets["collector"], expected)
+                expected = timeline(collector, targets["collector"], expected, args.batches)
                 stored = wait_stored(collector, expected)
     for server, _ in servers.values():
         server.stop(None)

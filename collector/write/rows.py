@@ -57,7 +57,17 @@ from ..record import (
     stored_content_key,
 )
 from ..store.declared import DeclaredTable, integer_array
-from ._columns import OFFSET_TYPE, STRING_MAP, MapColumn, list_array, pluck
+from ._columns import (
+    DICTIONARY_KEYED_MAP,
+    OFFSET_TYPE,
+    STRING_DICTIONARY,
+    STRING_MAP,
+    MapColumn,
+    dictionary_keyed,
+    dictionary_strings,
+    list_array,
+    pluck,
+)
 
 NANOSECONDS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -436,12 +446,38 @@ def in_todays_layout(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """A spool file's tables as this version lays them out (``with_stored_content_keys``,
     ``with_tool_columns``; ``blocks`` and ``request_content`` folded into ``request_docs``), so that
     they group with batches written now (``merge_tables``)."""
-    tables = with_tool_columns(with_stored_content_keys(tables))
+    tables = with_dictionary_keys(with_tool_columns(with_stored_content_keys(tables)))
     if "requests" in tables and "request_docs" not in tables:
         tables = {**tables, "request_docs": request_docs_from_tables(tables)}
     if "requests" in tables:  # a file written before migration 051: the columns only documents keep now
         tables = {**tables, "requests": stored_requests(tables["requests"])}
     return {name: table for name, table in tables.items() if name not in FOLDED_TABLES}
+
+
+# otel_traces columns that otel_traces_table dictionary-encodes: their types, and how to encode a column written plain.
+_TRACES_TYPES = {"SpanAttributes": DICTIONARY_KEYED_MAP, "Events.Name": pa.list_(STRING_DICTIONARY),
+                 "Events.Attributes": pa.list_(DICTIONARY_KEYED_MAP)}
+_DICTIONARY_COLUMNS = {
+    "SpanAttributes": dictionary_keyed,
+    "Events.Name": lambda lists: pa.ListArray.from_arrays(lists.offsets, dictionary_strings(lists.values)),
+    "Events.Attributes": lambda lists: pa.ListArray.from_arrays(lists.offsets, dictionary_keyed(lists.values)),
+}
+
+
+def with_dictionary_keys(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """An ``otel_traces`` table written before its keys and event names were dictionary-encoded
+    (a spool file of an earlier version), encoded as ``otel_traces_table`` encodes them now, so that
+    it groups with today's (``merge_tables`` needs one layout)."""
+    traces = tables.get("otel_traces")
+    if traces is None:
+        return tables
+    for name, encode in _DICTIONARY_COLUMNS.items():
+        if name not in traces.column_names or traces.schema.field(name).type == _TRACES_TYPES[name]:
+            continue
+        chunks = [encode(pa.concat_arrays([chunk])) for chunk in traces.column(name).chunks]
+        column = pa.chunked_array(chunks, _TRACES_TYPES[name])
+        traces = traces.set_column(traces.column_names.index(name), name, column)
+    return {**tables, "otel_traces": traces}
 
 
 def with_tool_columns(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
@@ -573,7 +609,8 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
     exporter itself would copy every attribute. Nor are the digests the
     request's document holds: a mapped request span's block events leave out
     their ``sha256``, its attributes the prompt's, the body's and the tool
-    catalog's (``DOCUMENT_DIGESTS``)."""
+    catalog's (``DOCUMENT_DIGESTS``). Attribute keys and event names are
+    dictionary-encoded (``_columns.dictionary_keyed``)."""
     spans, records = list(spans), list(records)
     block_text_stored, tool_text_stored = stored_content_spans(records)
     moved_content = moved_content_attributes(records)
@@ -604,15 +641,15 @@ def otel_traces_table(spans: Iterable[DecodedSpan], records: Iterable[RequestRec
         "ResourceAttributes": resource.array(),
         "ScopeName": pa.array(pluck(spans, "scope_name"), pa.string()),
         "ScopeVersion": pa.array(pluck(spans, "scope_version"), pa.string()),
-        "SpanAttributes": span_attributes.array(),
+        "SpanAttributes": dictionary_keyed(span_attributes.array()),
         # The exporter subtracts unsigned nanoseconds; a span ending before
         # it starts is stored as 0 instead of wrapping around.
         "Duration": pa.array([_unsigned(span.end_time_ns - span.start_time_ns) for span in spans], pa.uint64()),
         "StatusCode": pa.array(pluck(spans, "status_code"), pa.string()),
         "StatusMessage": pa.array(pluck(spans, "status_message"), pa.string()),
         "Events.Timestamp": pa.ListArray.from_arrays(event_offsets, event_times),
-        "Events.Name": pa.ListArray.from_arrays(event_offsets, event_names),
-        "Events.Attributes": pa.ListArray.from_arrays(event_offsets, event_attributes),
+        "Events.Name": pa.ListArray.from_arrays(event_offsets, dictionary_strings(event_names)),
+        "Events.Attributes": pa.ListArray.from_arrays(event_offsets, dictionary_keyed(event_attributes)),
         "Links.TraceId": list_array(link_offsets, pa.array(pluck(links, "trace_id"), pa.string())),
         "Links.SpanId": list_array(link_offsets, pa.array(pluck(links, "span_id"), pa.string())),
         "Links.TraceState": list_array(link_offsets, pa.array(pluck(links, "trace_state"), pa.string())),

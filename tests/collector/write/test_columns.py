@@ -84,3 +84,34 @@ def test_compiled_string_columns_take_the_usual_values():
     values = ["promptprism.block.index", 7, -2**63, 2**63 - 1, "Émile 😀", ""]
     assert COMPILED_STRINGS(values, otel_attribute_string).to_pylist() == [
         "promptprism.block.index", "7", str(-2**63), str(2**63 - 1), "Émile 😀", ""]
+
+
+# --- dictionary-encoded keys and names (otel_traces) ----------------------------------------------
+
+from promptprism.collector.write._columns import (  # noqa: E402
+    DICTIONARY_KEYED_MAP,
+    STRING_DICTIONARY,
+    dictionary_keyed,
+    dictionary_strings,
+)
+
+MAPS = st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "promptprism.block.index", "é", ""]),
+                                   st.text(max_size=4)), max_size=5), max_size=8)
+
+
+@given(MAPS, st.integers(0, 3))
+@settings(max_examples=60, deadline=None)
+def test_dictionary_keyed_maps_hold_the_same_pairs(rows, start):
+    plain = pa.array(rows, STRING_MAP)
+    for maps in (plain, plain.slice(min(start, len(rows)))):  # a slice's offsets index the whole arrays
+        keyed = dictionary_keyed(maps)
+        assert keyed.type == DICTIONARY_KEYED_MAP
+        assert keyed.to_pylist() == maps.to_pylist()
+
+
+def test_dictionary_strings_hold_the_same_strings():
+    names = pa.array(["promptprism.prompt.block", "x", "promptprism.prompt.block", ""])
+    encoded = dictionary_strings(names)
+    assert encoded.type == STRING_DICTIONARY
+    assert encoded.to_pylist() == names.to_pylist()
+    assert len(encoded.dictionary) == 3

@@ -115,4 +115,4 @@ def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_and_diges
     assert attributes and all(names.BLOCK_CONTENT not in pairs and names.BLOCK_SHA256 not in pairs
                               for pairs in attributes)
     assert all(names.BLOCK_INDEX in pairs and names.BLOCK_LAYER in pairs for pairs in attributes)
-    assert compiled.column("Events.Attributes").type == pa.list_(rows.STRING_MAP)
+    assert compiled.column("Events.Attributes").type == pa.list_(pa.map_(pa.dictionary(pa.int32(), pa.string()), pa.string()))
