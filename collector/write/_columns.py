@@ -125,8 +125,7 @@ def dictionary_keyed(maps: pa.MapArray) -> pa.MapArray:
     ``otel_traces``' attribute maps repeat a few dozen keys hundreds of
     thousands of times per export (~20k block events × ~8 keys): encoded, an
     export's table is ~40 % of the bytes to copy from a worker, spool and
-    insert, and ClickHouse reads the keys into its ``LowCardinality`` columns
-    without hashing each one again (README "Ingest throughput")."""
+    insert, and its INSERT costs less (README "Ingest throughput")."""
     if maps.offset:  # a slice: its offsets index the whole keys and items arrays
         maps = pa.concat_arrays([maps])
     return pa.MapArray.from_arrays(maps.offsets, maps.keys.dictionary_encode(), maps.items)
