@@ -1,25 +1,35 @@
-"""What ``ingest.py`` would measure if a worker's traces conversion cost a given fraction of today's.
+"""What ``ingest.py`` would measure with a cheaper conversion, or with documents made in the workers.
 
-Run: ``nice python benchmarks/ingest_what_if.py --conversion-cost F [ingest.py options]``,
-e.g. ``--conversion-cost 0.5 --rounds 6``. Everything is the real collector (gRPC
-receive, shared-memory slots, spool, group inserts, the store) except the
-conversion in its ingest workers: each worker converts its first three traces
-exports for real and keeps the CPU time of the cheaper warm one (the first
-pays the imports); every later export gets that conversion's tables again
-after the worker has spun ``F`` × that CPU time. Its request ids are suffixed
-with the export's own token, so each export stores requests of its own and
-``ingest.py``'s stored-count check still holds; its call identities are left
-out, so the collector does not take it for a second span of a stored call.
+Run: ``nice python benchmarks/ingest_what_if.py [--conversion-cost F] [--document-cost US]
+[ingest.py options]``, e.g. ``--conversion-cost 0.5 --rounds 6``. Everything is the
+real collector (gRPC receive, shared-memory slots, spool, group inserts, the
+store) except what the options change in its ingest workers:
 
-It measures how much cheaper the conversion has to get for a ratio (README,
-"Ingest throughput"): ``F`` = 1 reproduces ``ingest.py``, ``F`` = 0 is the
-ceiling of the rest of the path. Not a product path; the rows it stores
-repeat one export's content.
+- ``--conversion-cost F``: each worker converts its first three traces
+  exports for real and keeps the CPU time of the cheaper warm one (the first
+  pays the imports); every later export gets that conversion's tables again
+  after the worker has spun ``F`` × that CPU time. Its request ids are
+  suffixed with the export's own token, so each export stores requests of
+  its own and ``ingest.py``'s stored-count check still holds; its call
+  identities are left out, so the collector does not take it for a second
+  span of a stored call. ``F`` = 1 reproduces ``ingest.py``; ``F`` = 0 is
+  the ceiling of the rest of the path.
+- ``--document-cost US``: ``request_docs`` rows carry a ready-made document
+  (one of about the real size, made once per worker and repeated) instead of
+  the inputs the store builds it from, and the worker spins ``US`` µs of CPU
+  per request for making them: what building the documents in the workers
+  at that speed would give (the INSERT then only stores them).
+
+It measures how much cheaper the path has to get for a ratio (README,
+"Ingest throughput"). Not a product path: the rows it stores repeat one
+export's content, or one document.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import os
 import sys
 import time
@@ -28,20 +38,24 @@ import pyarrow as pa
 import pyarrow.compute as compute
 
 from promptprism.collector.write import convert as _convert
+from promptprism.collector.write import rows as _rows
 from promptprism.collector.write import workers as _workers
 from promptprism.collector.write.rows import TableSet
 
-# How the factor reaches the workers: they are spawned, and import this script again as __mp_main__.
-COST_VARIABLE = "PROMPTPRISM_WHAT_IF_CONVERSION_COST"
+# How the options reach the workers: they are spawned, and import this script again as __mp_main__.
+CONVERSION_COST_VARIABLE = "PROMPTPRISM_WHAT_IF_CONVERSION_COST"
+DOCUMENT_COST_VARIABLE = "PROMPTPRISM_WHAT_IF_DOCUMENT_COST_US"
 REAL_CONVERSIONS = 3  # per worker: the first pays the imports, the warm ones set the cost
 _REQUEST_TABLES = ("requests", "request_docs")
+_DOCUMENT_KEYS = ("thread", "started_at", "request_id", "trace_id")
 
 _real_convert = _workers.convert
+_real_request_docs_table = _rows.request_docs_table
 _kept: dict[str, object] = {}
 
 
 def _spin(seconds: float) -> None:
-    """Busy for ``seconds`` of this process's CPU time, as a conversion would be."""
+    """Busy for ``seconds`` of this process's CPU time."""
     end = time.process_time() + seconds
     while time.process_time() < end:
         pass
@@ -70,7 +84,7 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
         if real >= 1 and ("seconds" not in _kept or seconds < _kept["seconds"]):
             _kept["converted"], _kept["seconds"] = converted, seconds
         return converted
-    _spin(float(os.environ[COST_VARIABLE]) * _kept["seconds"])
+    _spin(float(os.environ[CONVERSION_COST_VARIABLE]) * _kept["seconds"])
     kept = _kept["converted"]
     # A token of the export's own bytes (its spans' ids come first), not of the whole payload: cheap.
     token = hashlib.sha256(bytes(payload[:65536]) + len(payload).to_bytes(8, "little")).hexdigest()
@@ -79,38 +93,71 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
                                     dict(kept.unmapped_reasons))
 
 
-if os.environ.get(COST_VARIABLE):
-    _workers.convert = convert_at_cost
+def ready_made_documents(records, requests, items) -> pa.Table:
+    """``rows.request_docs_table`` with a ready-made document per row, ``US`` µs of CPU a request spent."""
+    table = _real_request_docs_table(records, requests, items)
+    _spin(float(os.environ[DOCUMENT_COST_VARIABLE]) / 1e6 * len(records))
+    if "document" not in _kept and table.num_rows:
+        row = table.slice(0, 1).to_pylist()[0]
+        fields = {name: value for name, value in row.items() if name not in _DOCUMENT_KEYS}
+        _kept["document"] = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, default=str)
+    document = _kept.get("document", "{}")
+    keys = table.select(list(_DOCUMENT_KEYS))
+    merged = pa.array([len(record.merged_span_ids) for record in records], pa.uint32())
+    return (keys.append_column("merged_spans", merged)
+            .append_column("doc", pa.array([document] * table.num_rows, pa.string())))
+
+
+def _patch() -> None:
+    if os.environ.get(CONVERSION_COST_VARIABLE):
+        _workers.convert = convert_at_cost
+    if os.environ.get(DOCUMENT_COST_VARIABLE):
+        _rows.request_docs_table = ready_made_documents
+
+
+_patch()  # in a worker (spawned: it imports this script again), from the variables the run set
+
+
+def _cost(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"a cost ≥ 0, not {text!r}")
+    return value
 
 
 def main() -> int:
-    arguments = sys.argv[1:]
-    if "--conversion-cost" not in arguments[:-1]:
-        print("usage: ingest_what_if.py --conversion-cost F [ingest.py options]", file=sys.stderr)
-        return 2
-    at = arguments.index("--conversion-cost")
-    try:
-        factor = float(arguments[at + 1])
-    except ValueError:
-        factor = -1.0
-    if not factor >= 0:
-        print(f"--conversion-cost: a factor ≥ 0, not {arguments[at + 1]!r}", file=sys.stderr)
-        return 2
-    if any(argument.startswith("--baseline") or argument == "--stages" for argument in arguments):
-        print("--baseline and --stages measure real conversions: run ingest.py for them", file=sys.stderr)
-        return 2
-    if any(argument in ("--ingest-workers=0", "--ingest-workers 0") for argument in
-           [*arguments, *(" ".join(pair) for pair in zip(arguments, arguments[1:]))]):
-        print("--ingest-workers 0 converts in the collector's process: this changes the workers' conversion only",
-              file=sys.stderr)
-        return 2
-    os.environ[COST_VARIABLE] = repr(factor)
-    _workers.convert = convert_at_cost
-    print(f"what if: a worker's traces conversion costs {factor:g} × its measured CPU time", flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="Every other option goes to ingest.py (see its --help).")
+    parser.add_argument("--conversion-cost", type=_cost, metavar="F",
+                        help="the workers' traces conversion at F × its measured CPU time")
+    parser.add_argument("--document-cost", type=_cost, metavar="US",
+                        help="ready-made documents, US µs of a worker's CPU per request")
+    options, passed = parser.parse_known_args()
+    if options.conversion_cost is None and options.document_cost is None:
+        parser.error("give --conversion-cost, --document-cost or both")
+    refused = [argument for argument in passed if argument.split("=")[0] in ("--baseline", "--stages")]
+    if refused:
+        parser.error(f"{refused[0].split('=')[0]} measures the real path: run ingest.py for it")
+    workers = [value for flag, value in zip(passed, passed[1:]) if flag == "--ingest-workers"]
+    workers += [argument.split("=", 1)[1] for argument in passed if argument.startswith("--ingest-workers=")]
+    if "0" in workers and options.conversion_cost is not None:
+        parser.error("--ingest-workers 0 converts in the collector's process: --conversion-cost changes the workers'")
+    if options.conversion_cost is not None:
+        os.environ[CONVERSION_COST_VARIABLE] = repr(options.conversion_cost)
+        print(f"what if: a worker's traces conversion costs {options.conversion_cost:g} × its measured CPU time",
+              flush=True)
+    if options.document_cost is not None:
+        os.environ[DOCUMENT_COST_VARIABLE] = repr(options.document_cost)
+        print(f"what if: the workers make request_docs' documents at {options.document_cost:g} µs a request",
+              flush=True)
+    _patch()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import ingest
 
-    sys.argv = [sys.argv[0], *arguments[:at], *arguments[at + 2:]]
+    sys.argv = [sys.argv[0], *passed]
     return ingest.main()
 
 
