@@ -8,7 +8,8 @@ store) except what the options change in its ingest workers:
 - ``--conversion-cost F``: each worker converts its first three traces
   exports for real and keeps the CPU time of the cheaper warm one (the first
   pays the imports); every later export gets that conversion's tables again
-  after the worker has spun ``F`` × that CPU time. Its request ids are
+  after the worker has spun ``F`` × that CPU time (plus, with
+  ``--document-cost``, the documents' cost unscaled). Its request ids are
   suffixed with the export's own token, so each export stores requests of
   its own and ``ingest.py``'s stored-count check still holds; its call
   identities are left out, so the collector does not take it for a second
@@ -77,15 +78,17 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
         return _real_convert(kind, payload, encoding)
     real = _kept.setdefault("real", 0)
     if real < REAL_CONVERSIONS:
-        started = time.process_time()
+        started, _kept["document_seconds"] = time.process_time(), 0.0
         converted = _real_convert(kind, payload, encoding)
-        seconds = time.process_time() - started
+        # The documents' own cost (--document-cost) is not scaled by F: it is spent again in full below.
+        seconds = time.process_time() - started - _kept["document_seconds"]
         _kept["real"] = real + 1
         if real >= 1 and ("seconds" not in _kept or seconds < _kept["seconds"]):
             _kept["converted"], _kept["seconds"] = converted, seconds
         return converted
-    _spin(float(os.environ[CONVERSION_COST_VARIABLE]) * _kept["seconds"])
     kept = _kept["converted"]
+    _spin(float(os.environ[CONVERSION_COST_VARIABLE]) * _kept["seconds"]
+          + float(os.environ.get(DOCUMENT_COST_VARIABLE) or 0) / 1e6 * kept.requests)
     # A token of the export's own bytes (its spans' ids come first), not of the whole payload: cheap.
     token = hashlib.sha256(bytes(payload[:65536]) + len(payload).to_bytes(8, "little")).hexdigest()
     return _convert.ConvertedExport(_with_own_requests(kept.tables, token), token, kept.received, kept.rejected,
@@ -96,7 +99,9 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
 def ready_made_documents(records, requests, items) -> pa.Table:
     """``rows.request_docs_table`` with a ready-made document per row, ``US`` µs of CPU a request spent."""
     table = _real_request_docs_table(records, requests, items)
-    _spin(float(os.environ[DOCUMENT_COST_VARIABLE]) / 1e6 * len(records))
+    seconds = float(os.environ[DOCUMENT_COST_VARIABLE]) / 1e6 * len(records)
+    _spin(seconds)
+    _kept["document_seconds"] = _kept.get("document_seconds", 0.0) + seconds
     if "document" not in _kept and table.num_rows:
         row = table.slice(0, 1).to_pylist()[0]
         fields = {name: value for name, value in row.items() if name not in _DOCUMENT_KEYS}
