@@ -22,6 +22,7 @@ TOP_LEVEL = ("wire", "instrumentation", "exporter", "collector")
 WALKER = "promptprism.collector.otlp._walk"
 BLOCKS = "promptprism.collector.write._blocks"  # reassembly's per-block checks
 STRINGS = "promptprism.collector.write._strings"  # string columns in one C pass
+DOCUMENTS = "promptprism.collector.write._documents"  # request documents in one C pass
 MEMORY = "promptprism.collector.write._memory"  # a worker keeps the memory a conversion freed
 
 packages = []
@@ -63,6 +64,7 @@ def extensions():
     compiled = [Extension(WALKER, ["collector/otlp/_walk.pyx"], extra_compile_args=["-O2"]),
                 Extension(BLOCKS, ["collector/write/_blocks.pyx"], extra_compile_args=["-O2"]),
                 Extension(STRINGS, ["collector/write/_strings.pyx"], extra_compile_args=["-O2"]),
+                Extension(DOCUMENTS, ["collector/write/_documents.pyx"], extra_compile_args=["-O2"]),
                 Extension(MEMORY, ["collector/write/_memory.pyx"], extra_compile_args=["-O2"])]
     try:
         return cythonize(compiled, compiler_directives={"language_level": "3"}, quiet=True)

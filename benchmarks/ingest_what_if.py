@@ -1,36 +1,28 @@
-"""What ``ingest.py`` would measure with a cheaper conversion, or with documents made in the workers.
+"""What ``ingest.py`` would measure with a cheaper conversion.
 
-Run: ``nice python benchmarks/ingest_what_if.py [--conversion-cost F] [--document-cost US]
-[ingest.py options]``, e.g. ``--conversion-cost 0.5 --rounds 6``. Everything is the
-real collector (gRPC receive, shared-memory slots, spool, group inserts, the
-store) except what the options change in its ingest workers:
-
-- ``--conversion-cost F``: each worker converts its first three traces
-  exports for real and keeps the CPU time of the cheaper warm one (the first
-  pays the imports); every later export gets that conversion's tables again
-  after the worker has spun ``F`` × that CPU time (plus, with
-  ``--document-cost``, the documents' cost unscaled). Its request ids are
-  suffixed with the export's own token, so each export stores requests of
-  its own and ``ingest.py``'s stored-count check still holds; its call
-  identities are left out, so the collector does not take it for a second
-  span of a stored call. ``F`` = 1 reproduces ``ingest.py``; ``F`` = 0 is
-  the ceiling of the rest of the path.
-- ``--document-cost US``: ``request_docs`` rows carry a ready-made document
-  (one of about the real size, made once per worker and repeated) instead of
-  the inputs the store builds it from, and the worker spins ``US`` µs of CPU
-  per request for making them: what building the documents in the workers
-  at that speed would give (the INSERT then only stores them).
+Run: ``nice python benchmarks/ingest_what_if.py --conversion-cost F [ingest.py options]``,
+e.g. ``--conversion-cost 0.5 --rounds 6``. Everything is the real collector
+(gRPC receive, shared-memory slots, spool, group inserts, the store) except
+its ingest workers' traces conversion: each worker converts its first three
+traces exports for real and keeps the CPU time of the cheaper warm one (the
+first pays the imports); every later export gets that conversion's tables
+again after the worker has spun ``F`` × that CPU time. Its request ids are
+suffixed with the export's own token, so each export stores requests of its
+own and ``ingest.py``'s stored-count check still holds; its call identities
+are left out, so the collector does not take it for a second span of a
+stored call. ``F`` = 1 reproduces ``ingest.py``; ``F`` = 0 is the ceiling of
+the rest of the path.
 
 It measures how much cheaper the path has to get for a ratio (README,
 "Ingest throughput"). Not a product path: the rows it stores repeat one
-export's content, or one document.
+export's content. (Session 19's ``--document-cost``, documents made in the
+workers at a given speed, is gone: the workers build them now, for real.)
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import sys
 import time
@@ -39,19 +31,15 @@ import pyarrow as pa
 import pyarrow.compute as compute
 
 from promptprism.collector.write import convert as _convert
-from promptprism.collector.write import rows as _rows
 from promptprism.collector.write import workers as _workers
 from promptprism.collector.write.rows import TableSet
 
 # How the options reach the workers: they are spawned, and import this script again as __mp_main__.
 CONVERSION_COST_VARIABLE = "PROMPTPRISM_WHAT_IF_CONVERSION_COST"
-DOCUMENT_COST_VARIABLE = "PROMPTPRISM_WHAT_IF_DOCUMENT_COST_US"
 REAL_CONVERSIONS = 3  # per worker: the first pays the imports, the warm ones set the cost
 _REQUEST_TABLES = ("requests", "request_docs")
-_DOCUMENT_KEYS = ("thread", "started_at", "request_id", "trace_id")
 
 _real_convert = _workers.convert
-_real_request_docs_table = _rows.request_docs_table
 _kept: dict[str, object] = {}
 
 
@@ -78,17 +66,15 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
         return _real_convert(kind, payload, encoding)
     real = _kept.setdefault("real", 0)
     if real < REAL_CONVERSIONS:
-        started, _kept["document_seconds"] = time.process_time(), 0.0
+        started = time.process_time()
         converted = _real_convert(kind, payload, encoding)
-        # The documents' own cost (--document-cost) is not scaled by F: it is spent again in full below.
-        seconds = time.process_time() - started - _kept["document_seconds"]
+        seconds = time.process_time() - started
         _kept["real"] = real + 1
         if real >= 1 and ("seconds" not in _kept or seconds < _kept["seconds"]):
             _kept["converted"], _kept["seconds"] = converted, seconds
         return converted
     kept = _kept["converted"]
-    _spin(float(os.environ[CONVERSION_COST_VARIABLE]) * _kept["seconds"]
-          + float(os.environ.get(DOCUMENT_COST_VARIABLE) or 0) / 1e6 * kept.requests)
+    _spin(float(os.environ[CONVERSION_COST_VARIABLE]) * _kept["seconds"])
     # A token of the export's own bytes (its spans' ids come first), not of the whole payload: cheap.
     token = hashlib.sha256(bytes(payload[:65536]) + len(payload).to_bytes(8, "little")).hexdigest()
     return _convert.ConvertedExport(_with_own_requests(kept.tables, token), token, kept.received, kept.rejected,
@@ -96,28 +82,9 @@ def convert_at_cost(kind: str, payload, encoding: str) -> _convert.ConvertedExpo
                                     dict(kept.unmapped_reasons))
 
 
-def ready_made_documents(records, requests, items) -> pa.Table:
-    """``rows.request_docs_table`` with a ready-made document per row, ``US`` µs of CPU a request spent."""
-    table = _real_request_docs_table(records, requests, items)
-    seconds = float(os.environ[DOCUMENT_COST_VARIABLE]) / 1e6 * len(records)
-    _spin(seconds)
-    _kept["document_seconds"] = _kept.get("document_seconds", 0.0) + seconds
-    if "document" not in _kept and table.num_rows:
-        row = table.slice(0, 1).to_pylist()[0]
-        fields = {name: value for name, value in row.items() if name not in _DOCUMENT_KEYS}
-        _kept["document"] = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, default=str)
-    document = _kept.get("document", "{}")
-    keys = table.select(list(_DOCUMENT_KEYS))
-    merged = pa.array([len(record.merged_span_ids) for record in records], pa.uint32())
-    return (keys.append_column("merged_spans", merged)
-            .append_column("doc", pa.array([document] * table.num_rows, pa.string())))
-
-
 def _patch() -> None:
     if os.environ.get(CONVERSION_COST_VARIABLE):
         _workers.convert = convert_at_cost
-    if os.environ.get(DOCUMENT_COST_VARIABLE):
-        _rows.request_docs_table = ready_made_documents
 
 
 _patch()  # in a worker (spawned: it imports this script again), from the variables the run set
@@ -136,28 +103,19 @@ def _cost(text: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="Every other option goes to ingest.py (see its --help).")
-    parser.add_argument("--conversion-cost", type=_cost, metavar="F",
+    parser.add_argument("--conversion-cost", type=_cost, metavar="F", required=True,
                         help="the workers' traces conversion at F × its measured CPU time")
-    parser.add_argument("--document-cost", type=_cost, metavar="US",
-                        help="ready-made documents, US µs of a worker's CPU per request")
     options, passed = parser.parse_known_args()
-    if options.conversion_cost is None and options.document_cost is None:
-        parser.error("give --conversion-cost, --document-cost or both")
     refused = [argument for argument in passed if argument.split("=")[0] in ("--baseline", "--stages")]
     if refused:
         parser.error(f"{refused[0].split('=')[0]} measures the real path: run ingest.py for it")
     workers = [value for flag, value in zip(passed, passed[1:]) if flag == "--ingest-workers"]
     workers += [argument.split("=", 1)[1] for argument in passed if argument.startswith("--ingest-workers=")]
-    if "0" in workers and options.conversion_cost is not None:
+    if "0" in workers:
         parser.error("--ingest-workers 0 converts in the collector's process: --conversion-cost changes the workers'")
-    if options.conversion_cost is not None:
-        os.environ[CONVERSION_COST_VARIABLE] = repr(options.conversion_cost)
-        print(f"what if: a worker's traces conversion costs {options.conversion_cost:g} × its measured CPU time",
-              flush=True)
-    if options.document_cost is not None:
-        os.environ[DOCUMENT_COST_VARIABLE] = repr(options.document_cost)
-        print(f"what if: the workers make request_docs' documents at {options.document_cost:g} µs a request",
-              flush=True)
+    os.environ[CONVERSION_COST_VARIABLE] = repr(options.conversion_cost)
+    print(f"what if: a worker's traces conversion costs {options.conversion_cost:g} × its measured CPU time",
+          flush=True)
     _patch()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import ingest

@@ -33,11 +33,13 @@ that compares this builder with the DEFAULT keeps the two the same.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..record import REQUEST_CONTENT_COLUMNS, REQUEST_DOCUMENT_INPUT_COLUMNS, Column
 
@@ -212,6 +214,36 @@ def document_array(table: pa.Table) -> pa.Array:
 def document_rows(table: pa.Table) -> pa.Table:
     """``request_docs`` rows as the store keeps them (``DOCUMENT_ROW_COLUMNS``), from a table of inputs."""
     merged = table.column("merged_span_ids")
-    lengths = pa.compute.list_value_length(merged).fill_null(0).cast(pa.uint32())
+    lengths = pc.list_value_length(merged).fill_null(0).cast(pa.uint32())
     return pa.table({**{name: table.column(name) for name in DOCUMENT_KEY_COLUMNS},
                      "merged_spans": lengths, "doc": document_array(table)})
+
+
+def document_inputs(rows: pa.Table) -> pa.Table:
+    """``document_rows``' inverse: a table of ``request_docs`` rows back as the inputs their documents
+    were built from (the layout ``rows.request_docs_table`` gives). For tests and tools that read a
+    request's fields from rows laid out for the store; ``document_rows`` of it gives ``rows`` again.
+    A NaN or infinite float, ``null`` in a document, comes back as NULL."""
+    from ..store.declared import arrow_type  # the store's types, only here
+
+    parsed = [json.loads(document) for document in rows.column("doc").to_pylist()]
+    references = [found.get("content_refs") or {} for found in parsed]
+    columns: dict[str, pa.Array] = {name: rows.column(name) for name in DOCUMENT_KEY_COLUMNS}
+    for column in DOCUMENT_COLUMNS:
+        kind = arrow_type(column.type)
+        values = [found[column.name] for found in parsed]
+        if pa.types.is_map(kind):
+            values = [list(value.items()) for value in values]
+        elif pa.types.is_floating(kind):  # 1e21 reads back as an int
+            values = [None if value is None else float(value) for value in values]
+        columns[column.name] = pa.array(values, kind)
+    for column in CONTENT_REF_COLUMNS:
+        kind = pa.list_(pa.binary()) if column.name.endswith("_keys") else arrow_type(column.type)
+        empty = 0 if column.name.endswith("_form") else []
+        values = [found.get(column.name, empty) for found in references]
+        if column.name.endswith("_keys"):
+            values = [[bytes.fromhex(key) for key in keys] for keys in values]
+        columns[column.name] = pa.array(values, kind)
+    order = ["thread", "trace_id", "request_id", *(c.name for c in REQUEST_DOCUMENT_INPUT_COLUMNS if c.name != "trace_id"
+                                                     and c.name != "request_id")]
+    return pa.table({name: columns[name] for name in order})

@@ -31,6 +31,7 @@ from promptprism.collector.otlp._parse import MAX_VALUE_DEPTH, parse_protobuf_it
 from promptprism.collector.write.convert import convert_traces
 from promptprism.collector.write.rows import BLOCK_ARRAYS
 from promptprism.wire import names
+from promptprism.collector.write.documents import document_inputs
 from support import IN_CI
 
 from ..bad_items import field, nested_value, varint
@@ -182,7 +183,7 @@ def test_a_real_prompt_export_takes_the_compiled_walk_and_gives_the_same_tables(
 
 
 def test_the_package_works_without_the_extension(tmp_path):
-    """The extensions hidden from import (the walk, the block checks, the string columns): the
+    """The extensions hidden from import (the walk, the block checks, the string columns, the documents): the
     pure-Python paths decode the same spans and lay out the same tables."""
     payload_path = tmp_path / "export.bin"
     payload_path.write_bytes(prompt_export())
@@ -193,32 +194,37 @@ def test_the_package_works_without_the_extension(tmp_path):
         class Hide(MetaPathFinder):
             def find_spec(self, name, path, target=None):
                 if name in ("promptprism.collector.otlp._walk", "promptprism.collector.write._blocks",
-                            "promptprism.collector.write._strings"):
+                            "promptprism.collector.write._strings", "promptprism.collector.write._documents"):
                     raise ImportError("hidden")
                 return None
 
         sys.meta_path.insert(0, Hide())
         from promptprism.collector.otlp import traces
-        from promptprism.collector.write import _columns, reassemble
+        from promptprism.collector.write import _columns, documents, reassemble
         from promptprism.collector.write.convert import convert_traces
+        from promptprism.collector.write.documents import document_inputs
         from promptprism.collector.write.rows import BLOCK_ARRAYS
         assert traces.compiled_walk is None
         assert reassemble._compiled_validate_blocks is None and _columns._compiled_string_array is None
+        assert documents._compiled_documents is None
         converted = convert_traces(open({str(payload_path)!r}, "rb").read(), "protobuf")
         print(converted.received, converted.requests, converted.mapped_blocks)
         print(repr(traces.decode_protobuf(open({str(payload_path)!r}, "rb").read())))
         print(converted.tables.tables["otel_traces"].to_pydict())
-        print(converted.tables.tables["request_docs"].select(list(BLOCK_ARRAYS)).to_pydict())
+        print(document_inputs(converted.tables.tables["request_docs"]).select(list(BLOCK_ARRAYS)).to_pydict())
+        print(converted.tables.tables["request_docs"].to_pydict())
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    counts, decoded, spans_table, block_arrays = run.stdout.splitlines()[:4]
+    counts, decoded, spans_table, block_arrays, request_docs = run.stdout.splitlines()[:5]
     converted = convert_traces(payload_path.read_bytes(), "protobuf")
     assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
     assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
     assert spans_table == str(converted.tables.tables["otel_traces"].to_pydict())
     # the blocks as the request's document holds them (rows.block_columns, compiled or not)
-    assert block_arrays == str(converted.tables.tables["request_docs"].select(list(BLOCK_ARRAYS)).to_pydict())
+    assert block_arrays == str(document_inputs(converted.tables.tables["request_docs"]).select(list(BLOCK_ARRAYS)).to_pydict())
+    # the documents (documents.documents_python without the compiled builder)
+    assert request_docs == str(converted.tables.tables["request_docs"].to_pydict())
 
 
 @SETTINGS

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from promptprism.collector.record import CONTENT_COLUMNS, REQUEST_COLUMNS, REQUEST_TOOL_COLUMNS, content_columns
 from promptprism.collector.store.migrations import applied_versions, load_migrations
+from promptprism.collector.write.documents import document_inputs
 from promptprism.collector.write.rows import BLOCK_ARRAYS, TableSet, build_tables
 
 
@@ -80,10 +81,18 @@ LEGACY_TABLES = ("request_content", "blocks")
 _LEGACY_BLOCK_KEYS = ("started_at", "trace_id", "request_id", "service", "model", "process_kind", "conversation_id")
 
 
+def inputs_of(documents: pa.Table | None) -> pa.Table | None:
+    """`request_docs` rows as the inputs their documents were built from (the layout the store's
+    DEFAULT packs): what the layouts before 050 and 051 are made of."""
+    if documents is None or "doc" not in documents.column_names:
+        return documents
+    return document_inputs(documents)
+
+
 def requests_whole(tables: TableSet) -> TableSet:
     """The layout before migration 051: `requests` with every column of the record, as the document
     inputs hold them (its tool arrays too)."""
-    documents = tables.tables.get("request_docs")
+    documents = inputs_of(tables.tables.get("request_docs"))
     if documents is None:
         return tables
     columns = [column.name for column in REQUEST_COLUMNS + REQUEST_TOOL_COLUMNS]
@@ -95,7 +104,7 @@ def documents_unfolded(tables: TableSet) -> TableSet:
     """The layout before migration 050: the block arrays and content references of each
     `request_docs` row as rows of `blocks` (one per block) and `request_content` (one per request
     with captured content)."""
-    documents = tables.tables.get("request_docs")
+    documents = inputs_of(tables.tables.get("request_docs"))
     if documents is None or not documents.num_rows:
         return tables
     parents = pc.list_parent_indices(documents.column("block_index"))

@@ -15,7 +15,7 @@ from promptprism.collector.store.migrations import migrate
 from promptprism.collector.write import spool
 from promptprism.collector.write.rows import TableSet, build_tables
 
-from .older_schema import documents_unfolded, hex_content_keys, requests_whole, store_before
+from .older_schema import documents_unfolded, hex_content_keys, inputs_of, requests_whole, store_before
 from .test_request_content import conversation, expected, served
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
@@ -104,8 +104,9 @@ def test_a_spool_file_written_before_the_migration_loads_in_todays_layout(store)
     loaded = spool.decode(spool.encode(group))
     assert loaded.tables.tables["contents"].equals(today.tables["contents"])
     # the content keys converted; a block's content_sha256 was its sha256 then, wherever its text was stored
-    same = [name for name in today.tables["request_docs"].column_names if name != "block_content_sha256"]
-    assert loaded.tables.tables["request_docs"].select(same).equals(today.tables["request_docs"].select(same))
+    loaded_inputs, today_inputs = inputs_of(loaded.tables.tables["request_docs"]), inputs_of(today.tables["request_docs"])
+    same = [name for name in today_inputs.column_names if name != "block_content_sha256"]
+    assert loaded_inputs.select(same).equals(today_inputs.select(same))
     for name, table in loaded.tables.non_empty():
         store.insert(name, table)
     for record in records:

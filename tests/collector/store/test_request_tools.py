@@ -24,6 +24,7 @@ from ..read.test_lookups import Counting
 from .older_schema import (
     current_store,
     documents_unfolded,
+    inputs_of,
     requests_whole,
     stored_columns,
     store_before,
@@ -137,7 +138,7 @@ def test_a_spool_file_written_before_the_migration_groups_with_todays_batches(st
                                                            if name.startswith("tool_")])},
                    old.content_keys, old.spans, old.requests)
     loaded = spool.decode(spool.encode(spool.SpooledGroup(token="t", batch_tokens=["b"], tables=old))).tables
-    assert loaded.tables["request_docs"].column("tool_names").to_pylist() == [[], [], []]
+    assert inputs_of(loaded.tables["request_docs"]).column("tool_names").to_pylist() == [[], [], []]
     assert "tool_names" not in loaded.tables["requests"].column_names
     assert loaded.tables["tools"].num_rows == 6
     group = merge_tables([loaded, build_tables([], records[3:])])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from promptprism.collector.write.calls import CallMemory
 from promptprism.collector.write.convert import ENCODING_PROTOBUF, convert_traces
+from promptprism.collector.write.documents import document_inputs
 
 from ..peers.peer_captures import scenarios
 from ..peers.test_peer_captures import one_span_per_export
@@ -91,7 +92,7 @@ def test_tool_definitions_of_a_log_record_join_their_request_whichever_comes_fir
     joined = memory.merge_logs(convert_logs(logs, ENCODING_PROTOBUF)).converted
     assert _tools_count(joined) == [(call.request_id, tools)]
     # The rewritten request row carries them (migration 046); `tools` keeps the log record's own rows.
-    assert [len(names) for names in joined.tables.tables["request_docs"].column("tool_names").to_pylist()] == [tools]
+    assert [len(names) for names in document_inputs(joined.tables.tables["request_docs"]).column("tool_names").to_pylist()] == [tools]
     assert call.request_id not in joined.tables.tables["tools"].column("request_id").to_pylist()
     # The log record first: its tools wait for the span, whose export writes the request with them.
     memory = CallMemory()
@@ -99,7 +100,7 @@ def test_tool_definitions_of_a_log_record_join_their_request_whichever_comes_fir
     assert waiting.tables.tables["requests"].num_rows == 0
     arrived = memory.merge(convert_traces(traces, ENCODING_PROTOBUF), traces, ENCODING_PROTOBUF).converted
     assert _tools_count(arrived) == [(call.request_id, tools)]
-    assert [len(names) for names in arrived.tables.tables["request_docs"].column("tool_names").to_pylist()] == [tools]
+    assert [len(names) for names in document_inputs(arrived.tables.tables["request_docs"]).column("tool_names").to_pylist()] == [tools]
 
 
 def test_an_export_that_replaces_anothers_rows_waits_until_those_are_durable():

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from promptprism.collector.record import Block, RequestRecord, ToolDefinition
 from promptprism.collector.write import documents
-from promptprism.collector.write.rows import build_tables
+from promptprism.collector.write import rows
+from promptprism.collector.write.rows import build_tables, in_todays_layout, merge_tables
 
 pytestmark = pytest.mark.clickhouse  # on ClickHouse 24.8 too (tests/conftest.py)
 
@@ -82,10 +83,16 @@ def records(draw, number: int) -> RequestRecord:
     return record
 
 
+def inputs(records: list[RequestRecord]) -> pa.Table:
+    """The document inputs of ``records`` (what an INSERT named before the workers built documents)."""
+    items = {record.request_id: found for record in records if (found := rows.content_items(record))}
+    return rows.request_docs_table(records, rows.requests_table(records), items)
+
+
 @st.composite
 def tables(draw) -> pa.Table:
     count = draw(st.integers(1, 12))
-    return build_tables([], [draw(records(number)) for number in range(1, count + 1)]).tables["request_docs"]
+    return inputs([draw(records(number)) for number in range(1, count + 1)])
 
 
 def store_documents(store, table: pa.Table) -> list[bytes]:
@@ -110,7 +117,7 @@ def test_floats_at_every_edge_of_their_layout_are_spelled_as_the_store_spells_th
               math.nan, math.inf, -math.inf, 1.0, -123.0, 0.5, 33.333333333333336]
     records = [RequestRecord(trace_id=f"{n:032x}", request_id=f"{n:016x}", started_at_ns=NOW_NS,
                              temperature=value) for n, value in enumerate(values, 1)]
-    table = build_tables([], records).tables["request_docs"]
+    table = inputs(records)
     assert documents.documents_python(table) == store_documents(store, table)
     assert [json.loads(document)["temperature"] for document in documents.documents_python(table)[:3]] == [
         0, 0, 1e21]
@@ -145,3 +152,80 @@ def test_the_document_fields_are_the_defaults_tuple(store):
                                                  for column in documents.DOCUMENT_COLUMNS]
     assert tuple_type(content_refs["expression"]) == [(column.name, unwrapped(column.type))
                                                       for column in documents.CONTENT_REF_COLUMNS]
+
+
+COMPILED = documents._compiled_documents
+needs_the_extension = pytest.mark.skipif(COMPILED is None, reason="the compiled document builder is not built here")
+
+
+@needs_the_extension
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(table=tables(), cut=st.integers(0, 3), chunks=st.integers(1, 3))
+def test_the_compiled_builder_gives_the_definitions_documents(table, cut, chunks):
+    """On whole tables, on slices (Arrow offsets into every buffer) and on tables of several chunks."""
+    table = table.slice(min(cut, table.num_rows - 1))
+    if chunks > 1 and table.num_rows > 1:
+        middle = table.num_rows // 2
+        table = pa.concat_tables([table.slice(0, middle), table.slice(middle)])
+    built = COMPILED(table)
+    assert built is not None
+    assert built.to_pylist() == [document.decode() for document in documents.documents_python(table)]
+
+
+@needs_the_extension
+def test_the_compiled_builder_hands_back_what_it_does_not_read():
+    records = [RequestRecord(trace_id=f"{n:032x}", request_id=f"{n:016x}", started_at_ns=NOW_NS,
+                             input_messages='["a"]') for n in (1, 2)]
+    table = inputs(records)
+    assert COMPILED(table) is not None
+    # a content key of another length than 16 bytes, and a column of another Arrow type
+    odd_key = table.set_column(table.column_names.index("input_messages_keys"), "input_messages_keys",
+                               pa.array([[b"ABC"], [b"x" * 40]], pa.list_(pa.binary())))
+    assert COMPILED(odd_key) is None
+    assert documents.document_array(odd_key).to_pylist() == [d.decode() for d in documents.documents_python(odd_key)]
+    assert json.loads(documents.documents_python(odd_key)[0])["content_refs"]["input_messages_keys"] == ["abc"]
+    wide = table.set_column(table.column_names.index("attempt"), "attempt", pa.array([1, 2], pa.decimal128(5)))
+    assert COMPILED(wide) is None
+
+
+def test_the_rows_the_store_keeps_are_the_ones_it_made_from_the_inputs(store):
+    """``document_rows`` (keys, merged-span count, document) stored as they are equal the rows the
+    store made from the inputs; ``document_inputs`` gives the inputs back."""
+    records = [RequestRecord(trace_id=f"{n:032x}", request_id=f"{n:016x}", started_at_ns=NOW_NS + n,
+                             conversation_id="c" if n % 2 else "", merged_span_ids=["aa"] * n,
+                             input_messages='[{"role": "user", "content": "hi"}]' if n == 2 else "")
+               for n in (1, 2, 3)]
+    table = inputs(records)
+    made = documents.document_rows(table)
+    assert made.column_names == list(documents.DOCUMENT_ROW_COLUMNS)
+    query = ("SELECT thread, request_id, merged_spans, doc FROM {db:Identifier}.request_docs "
+             "ORDER BY request_id")
+    store.insert("request_docs", table)
+    from_inputs = store.query(query, {"db": store.database})
+    store.execute(f"TRUNCATE TABLE {store.database}.request_docs")
+    store.insert("request_docs", made)
+    assert store.query(query, {"db": store.database}) == from_inputs
+    assert [row["merged_spans"] for row in from_inputs] == [1, 2, 3]
+    assert [row["thread"] for row in from_inputs] == ["c", f"{2:032x}", "c"]
+    assert documents.document_inputs(made).equals(table)
+
+
+def test_a_spool_file_of_document_inputs_groups_with_todays_rows():
+    """A spool file written before the workers built documents holds the inputs: it is laid out
+    as today's rows, with the documents the store would have made."""
+    older = inputs([RequestRecord(trace_id=f"{1:032x}", request_id=f"{1:016x}", started_at_ns=NOW_NS)])
+    today = build_tables([], [RequestRecord(trace_id=f"{2:032x}", request_id=f"{2:016x}", started_at_ns=NOW_NS)])
+    converted = in_todays_layout({"request_docs": older})["request_docs"]
+    assert converted.equals(documents.document_rows(older))
+    merged = merge_tables([today, rows.TableSet({"request_docs": converted})]).tables["request_docs"]
+    assert merged.column("request_id").to_pylist() == [f"{2:016x}", f"{1:016x}"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(table=tables())
+def test_document_inputs_is_the_inverse_of_document_rows(table):
+    temperatures = table.column("temperature").to_pylist()
+    finite = pa.array([value if value is not None and math.isfinite(value) else None for value in temperatures],
+                      pa.float64())  # NaN and the infinities are null in a document
+    table = table.set_column(table.column_names.index("temperature"), "temperature", finite)
+    assert documents.document_inputs(documents.document_rows(table)).equals(table)

@@ -10,6 +10,7 @@ from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.record import Block
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.wire import names
+from promptprism.collector.write.documents import document_inputs
 
 from ..prompt_spans import block_events, decoded_span, prompt_attributes, sha
 
@@ -299,7 +300,7 @@ def test_requests_attributes_hold_the_text_otel_traces_holds():
     span.resource_attributes.update(ODD_VALUES)
     records, _ = reassemble([span])
     tables = build_tables([span], records)
-    [request] = tables.tables["request_docs"].to_pylist()  # the attributes are in its document (051)
+    [request] = document_inputs(tables.tables["request_docs"]).to_pylist()  # the attributes are in its document (051)
     [trace] = tables.tables["otel_traces"].to_pylist()
     assert dict(request["attributes"]) == {key: value for key, value in trace["SpanAttributes"]
                                            if key in ODD_VALUES}

@@ -20,6 +20,7 @@ from promptprism.collector.write.reassemble import reassemble
 from promptprism.collector.write.rows import build_tables, content_sha256
 from promptprism.collector.write.sink import open_sink
 from promptprism.wire import names
+from promptprism.collector.write.documents import document_inputs
 
 from ..prompt_spans import block_events, decoded_span, prompt_attributes, sha
 from ..write_path_samples import converted_export
@@ -85,7 +86,7 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
 
     tables = build_tables(spans, records)
     # A request's blocks are arrays of its document (migration 048), in index order.
-    documents = tables.tables["request_docs"].to_pylist()
+    documents = document_inputs(tables.tables["request_docs"]).to_pylist()
     credentials = [(document["block_sha256"][index], document["block_content_sha256"][index],
                     document["block_redacted"][index])
                    for document in documents for index, name in enumerate(document["block_names"])
@@ -95,7 +96,7 @@ def test_redacted_text_is_keyed_by_its_own_hash_and_the_block_keeps_the_original
     assert credentials == [(sha(SECRET_LINE), sha(REDACTED_LINE), True), (sha(SECRET_LINE), "", False)]
     # A request's tools are arrays of its document (migration 048; of its row from 046), as `tools` rows
     # held them before.
-    requests = tables.tables["request_docs"].to_pylist()
+    requests = document_inputs(tables.tables["request_docs"]).to_pylist()
     assert [(row["tool_sha256"], row["tool_content_sha256"], row["tool_redacted"]) for row in requests] == [
         ([sha(TOOL_TEXT)], [sha(REDACTED_TOOL_TEXT)], [True]), ([sha(TOOL_TEXT)], [""], [False])]
     assert tables.tables["tools"].num_rows == 0
@@ -117,7 +118,7 @@ def test_a_redacted_flag_without_content_flags_nothing():
     events[1][names.BLOCK_REDACTED] = True
     records, _ = reassemble([decoded_span(prompt_attributes(prompt, len(events)), events)])
     assert records[0].mapped and not records[0].blocks[1].redacted
-    documents = build_tables([], records).tables["request_docs"]
+    documents = document_inputs(build_tables([], records).tables["request_docs"])
     assert documents.column("block_content_sha256").to_pylist() == [["", "", ""]]
 
 

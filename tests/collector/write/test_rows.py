@@ -25,6 +25,7 @@ from promptprism.collector.write.rows import (
 )
 
 from promptprism.wire import names
+from promptprism.collector.write.documents import document_inputs
 
 from ..prompt_spans import block_events, decoded_span, prompt_attributes
 from ..write_path_samples import BASE_NS, SYSTEM_PARTS, make_request, sha
@@ -146,11 +147,11 @@ def test_build_and_merge_keep_shared_content_once():
     merged = merge_tables([first, second])
     # their tools are on their rows, their blocks in their documents
     assert [name for name, _ in merged.non_empty()] == [name for name in TABLES if name != "tools"]
-    assert [len(names) for names in merged.tables["request_docs"].column("tool_names").to_pylist()] == [1, 1, 1, 1]
+    assert [len(names) for names in document_inputs(merged.tables["request_docs"]).column("tool_names").to_pylist()] == [1, 1, 1, 1]
     assert "tool_names" not in merged.tables["requests"].column_names  # in the documents only (migration 051)
     assert merged.spans == 4 and merged.requests == 4
     assert merged.tables["requests"].num_rows == 4 == merged.tables["request_docs"].num_rows
-    assert [len(names) for names in merged.tables["request_docs"].column("block_names").to_pylist()] == [4, 4, 4, 4]
+    assert [len(names) for names in document_inputs(merged.tables["request_docs"]).column("block_names").to_pylist()] == [4, 4, 4, 4]
     # both halves carried the three shared blocks and the tool: kept once
     assert merged.tables["contents"].num_rows == 8 == len(merged.content_keys)
     assert len(set(merged.tables["contents"].column("sha256").to_pylist())) == 8
@@ -194,7 +195,7 @@ def test_a_request_span_leaves_the_digests_its_document_holds_out_of_otel_traces
     assert not left_out & set(attributes[0])
     assert attributes[0]["app.sha256"] == "ef" * 32 and attributes[0][names.PROMPT_BYTES]
     # …which the request's document is packed from
-    documents = tables.tables["request_docs"]
+    documents = document_inputs(tables.tables["request_docs"])
     assert documents.column("body_sha256")[0].as_py().lower() == body.lower()
     assert documents.column("tools_catalog_sha256")[0].as_py() == catalog
     assert documents.column("prompt_sha256")[0].as_py() == span.attributes[names.PROMPT_SHA256]
@@ -225,7 +226,7 @@ def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
     # A block event keeps its place in the map; its digest, as its text, is in the request's document,
     # which points at the text in `contents` (one place each); the tool event still points there itself.
     assert "promptprism.block.sha256" not in {key for key, _ in flat}
-    block_shas = tables.tables["request_docs"].column("block_sha256").to_pylist()[0]
+    block_shas = document_inputs(tables.tables["request_docs"]).column("block_sha256").to_pylist()[0]
     assert block_shas == [sha(text) for text in texts]
     tool_shas = [value for key, value in flat if key == "promptprism.tool.sha256"]
     assert [bytes.fromhex(value)[:16] for value in [*block_shas, *tool_shas]] == \
@@ -291,7 +292,7 @@ def test_a_conversation_stores_each_message_once_and_every_request_points_to_its
     texts = tables.tables["contents"].to_pylist()
     # 5 questions + 5 answers + the two variable values + the instructions: each once
     assert len(texts) == 13
-    references = tables.tables["request_docs"].to_pylist()
+    references = document_inputs(tables.tables["request_docs"]).to_pylist()
     assert [len(row["input_messages_keys"]) for row in references] == [1, 3, 5, 7, 9]
     assert {row["conversation_id"] for row in references} == {"conv-1"}
     stored = {(str(row["day"]), row["sha256"]): row["content"] for row in texts}
@@ -310,7 +311,7 @@ def test_a_string_template_variable_shares_the_row_of_the_block_it_fills():
     _, record = make_request(0, started_at_ns=BASE_NS)
     record.template_variables = json.dumps({"rules": SYSTEM_PARTS[1][3]})
     tables = build_tables([], [record])
-    [reference] = tables.tables["request_docs"].to_pylist()
+    [reference] = document_inputs(tables.tables["request_docs"]).to_pylist()
     assert reference["template_variables_keys"] == [bytes.fromhex(sha(SYSTEM_PARTS[1][3]))[:16]]
     assert reference["template_variables_raw"] == [1]
     assert tables.tables["contents"].num_rows == 5  # the four blocks' and the tool's text, nothing more
