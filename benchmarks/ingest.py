@@ -27,7 +27,8 @@ from the round's start — where a round's wall time goes, which the CPU
 figures do not show.
 Run: ``nice python benchmarks/ingest.py [--rounds N] [--batches N] [--stages]``.
 ``--baseline PATH`` runs it here and in another checkout (with its own
-.venv) in alternation (``--rounds`` times) and prints new/old ratios.
+.venv) in alternation (``--rounds`` times) and prints new/old ratios; with
+``--cpu`` also of the CPU time per export (the steadier figure).
 """
 
 from __future__ import annotations
@@ -224,6 +225,11 @@ FIGURES = [
     Figure("collector spans/s", r"(?m)^\s*collector\s+\d+ spans in\s+[\d.]+ s\s+(\d+) spans/s", "spans/s", False),
     Figure("collector / noop", r"ratio collector/noop\s+(?:median )?([\d.]+)×", "x", False),
 ]
+# With --cpu: the CPU time one export costs, in every process (steadier than throughput on a shared machine).
+CPU_FIGURES = [
+    Figure("noop cpu/export", r"cpu per export, noop: (\d+) ms", "ms", True),
+    Figure("collector cpu/export", r"cpu per export, collector: (\d+) ms", "ms", True),
+]
 # With --stages: each stage's best-of-three milliseconds for one export, one thread (CPU cost, least noisy).
 STAGE_FIGURES = [Figure(stage, rf"[:,] {stage} (\d+) ms", "ms", True)
                  for stage in ("parse", "decode", "reassemble", "rows", "insert requests", "insert blocks")]
@@ -367,9 +373,9 @@ def main() -> int:
     if args.baseline:
         passed = [f"--batches={args.batches}", *(["--default-gc"] if args.default_gc else []),
                   *([f"--ingest-workers={args.ingest_workers}"] if args.ingest_workers is not None else []),
-                  *(["--stages"] if args.stages else [])]
-        return compare("ingest.py", args.baseline, STAGE_FIGURES if args.stages else FIGURES, rounds=args.rounds or 3,
-                       arguments=passed)
+                  *(["--stages"] if args.stages else []), *(["--cpu"] if args.cpu and not args.stages else [])]
+        figures = STAGE_FIGURES if args.stages else FIGURES + (CPU_FIGURES if args.cpu else [])
+        return compare("ingest.py", args.baseline, figures, rounds=args.rounds or 3, arguments=passed)
     args.rounds = args.rounds or 5
     print(f"building {args.rounds} × {args.batches} exports of {SPANS_PER_BATCH} spans × {BLOCKS_PER_SPAN} blocks …",
           flush=True)
