@@ -6,7 +6,7 @@ process's CPU a request, inside the group INSERT that follows the last
 acknowledgement of a burst, when the workers are idle (README "Ingest
 throughput"). Built here, in the workers, the INSERT only stores it.
 
-``documents`` gives, for a table of document inputs (``rows.request_docs_table``),
+``document_array`` gives, for a table of document inputs (``rows.request_docs_table``),
 exactly the bytes the DEFAULT gives for the same row — ClickHouse 24.8 and
 26.x alike (tests/collector/write/test_documents.py inserts the inputs and
 compares): the fields of ``DOCUMENT_COLUMNS`` in order as one JSON object,
@@ -211,8 +211,32 @@ def document_array(table: pa.Table) -> pa.Array:
                     pa.string())
 
 
+def with_every_input(table: pa.Table) -> pa.Table:
+    """``table`` with each document input it lacks (a spool file of a collector older than the field)
+    as the store fills an input an INSERT does not name: NULL when nullable, else the type's zero."""
+    from ..store.declared import arrow_type  # the store's types, only here
+
+    for column in REQUEST_DOCUMENT_INPUT_COLUMNS:
+        if column.name in table.column_names:
+            continue
+        kind = arrow_type(column.type)
+        if column.type.startswith("Nullable("):
+            default = None
+        elif pa.types.is_list(kind) or pa.types.is_map(kind):
+            default = []
+        elif pa.types.is_string(kind) or pa.types.is_binary(kind):
+            default = ""
+        elif pa.types.is_boolean(kind):
+            default = False
+        else:
+            default = 0
+        table = table.append_column(column.name, pa.array([default] * table.num_rows, kind))
+    return table
+
+
 def document_rows(table: pa.Table) -> pa.Table:
     """``request_docs`` rows as the store keeps them (``DOCUMENT_ROW_COLUMNS``), from a table of inputs."""
+    table = with_every_input(table)
     merged = table.column("merged_span_ids")
     lengths = pc.list_value_length(merged).fill_null(0).cast(pa.uint32())
     return pa.table({**{name: table.column(name) for name in DOCUMENT_KEY_COLUMNS},

@@ -229,3 +229,19 @@ def test_document_inputs_is_the_inverse_of_document_rows(table):
                       pa.float64())  # NaN and the infinities are null in a document
     table = table.set_column(table.column_names.index("temperature"), "temperature", finite)
     assert documents.document_inputs(documents.document_rows(table)).equals(table)
+
+
+def test_inputs_an_older_collector_did_not_lay_out_are_filled_as_the_store_fills_them(store):
+    """A spool file of a collector older than a field lacks its input: the document holds the value
+    the store gives an input an INSERT does not name (NULL, else the type's zero)."""
+    records = [RequestRecord(trace_id=f"{n:032x}", request_id=f"{n:016x}", started_at_ns=NOW_NS + n,
+                             temperature=0.5, reasoning_effort="high", input_tokens=7, tools=[
+                                 ToolDefinition(0, "search", 3, "ab" * 32)]) for n in (1, 2)]
+    older = inputs(records).drop_columns(["temperature", "reasoning_effort", "input_tokens", "tool_names",
+                                          "attributes", "mapped", "attempt"])
+    made = documents.document_rows(older)
+    assert made.column("doc").to_pylist() == [document.decode() for document in store_documents(store, older)]
+    document = json.loads(made.column("doc")[0].as_py())
+    assert (document["temperature"], document["reasoning_effort"], document["input_tokens"]) == (None, "", None)
+    assert (document["tool_names"], document["attributes"], document["mapped"]) == ([], {}, False)
+    assert document["tool_sizes"] == [3]  # what the older file had stays
