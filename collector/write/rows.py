@@ -57,7 +57,7 @@ from ..record import (
     stored_content_key,
 )
 from ..store.declared import DeclaredTable, integer_array
-from .documents import document_rows
+from .documents import in_stored_layout, stored_rows
 from ._columns import (
     DICTIONARY_KEYED_MAP,
     OFFSET_TYPE,
@@ -450,9 +450,8 @@ def in_todays_layout(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     tables = with_dictionary_keys(with_tool_columns(with_stored_content_keys(tables)))
     if "requests" in tables and "request_docs" not in tables:
         tables = {**tables, "request_docs": request_docs_from_tables(tables)}
-    if "request_docs" in tables and "doc" not in tables["request_docs"].column_names:
-        # written before the workers built the documents: its inputs, packed as the store would
-        tables = {**tables, "request_docs": document_rows(tables["request_docs"])}
+    if "request_docs" in tables:  # documents or their inputs, as this collector inserts them (documents.py)
+        tables = {**tables, "request_docs": in_stored_layout(tables["request_docs"])}
     if "requests" in tables:  # a file written before migration 051: the columns only documents keep now
         tables = {**tables, "requests": stored_requests(tables["requests"])}
     return {name: table for name, table in tables.items() if name not in FOLDED_TABLES}
@@ -815,7 +814,7 @@ def build_tables(
         # A request's own tools are on its row (requests_table); `tools` takes those of log records.
         "tools": tools_table(tool_owners),
         # Its blocks and content references are in its document, built here (documents.py).
-        "request_docs": document_rows(request_docs_table(records, requests, items)),
+        "request_docs": stored_rows(request_docs_table(records, requests, items)),
         "requests": stored_requests(requests),
         "otel_traces": otel_traces_table(spans, records),
     }

@@ -211,20 +211,23 @@ def test_the_package_works_without_the_extension(tmp_path):
         print(converted.received, converted.requests, converted.mapped_blocks)
         print(repr(traces.decode_protobuf(open({str(payload_path)!r}, "rb").read())))
         print(converted.tables.tables["otel_traces"].to_pydict())
-        print(document_inputs(converted.tables.tables["request_docs"]).select(list(BLOCK_ARRAYS)).to_pydict())
-        print(converted.tables.tables["request_docs"].to_pydict())
+        print(converted.tables.tables["request_docs"].select(list(BLOCK_ARRAYS)).to_pydict())  # the inputs (below)
+        print(converted.tables.tables["request_docs"].column_names)
+        print(document_inputs(documents.document_rows(converted.tables.tables["request_docs"])).to_pydict())
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    counts, decoded, spans_table, block_arrays, request_docs = run.stdout.splitlines()[:5]
+    counts, decoded, spans_table, block_arrays, layout, request_docs = run.stdout.splitlines()[:6]
     converted = convert_traces(payload_path.read_bytes(), "protobuf")
     assert counts == f"{converted.received} {converted.requests} {converted.mapped_blocks}" == "1 1 3"
     assert decoded == repr(traces.decode_protobuf(payload_path.read_bytes()))
     assert spans_table == str(converted.tables.tables["otel_traces"].to_pydict())
     # the blocks as the request's document holds them (rows.block_columns, compiled or not)
     assert block_arrays == str(document_inputs(converted.tables.tables["request_docs"]).select(list(BLOCK_ARRAYS)).to_pydict())
-    # the documents (documents.documents_python without the compiled builder)
-    assert request_docs == str(converted.tables.tables["request_docs"].to_pydict())
+    # without the compiled builder the documents are left to the store (its inputs are inserted);
+    # the definition makes the same documents
+    assert "doc" not in layout and "block_names" in layout
+    assert request_docs == str(document_inputs(converted.tables.tables["request_docs"]).to_pydict())
 
 
 @SETTINGS

@@ -245,3 +245,25 @@ def test_inputs_an_older_collector_did_not_lay_out_are_filled_as_the_store_fills
     assert (document["temperature"], document["reasoning_effort"], document["input_tokens"]) == (None, "", None)
     assert (document["tool_names"], document["attributes"], document["mapped"]) == ([], {}, False)
     assert document["tool_sizes"] == [3]  # what the older file had stays
+
+
+def test_without_the_compiled_builder_the_store_packs_the_documents(store, monkeypatch):
+    """No C compiler at install: the write path leaves the documents to the store (the definition costs
+    ~10× the store's DEFAULT), and a spool file of documents, written while the builder was there, is
+    laid out as inputs again; the store keeps the same rows either way."""
+    records = [RequestRecord(trace_id=f"{n:032x}", request_id=f"{n:016x}", started_at_ns=NOW_NS + n,
+                             temperature=0.25 * n, input_messages='["hi"]' if n == 1 else "") for n in (1, 2)]
+    built = build_tables([], records).tables["request_docs"]  # with the builder: documents
+    monkeypatch.setattr(documents, "_compiled_documents", None)
+    left = build_tables([], records).tables["request_docs"]
+    assert "doc" not in left.column_names and left.equals(inputs(records))
+    spooled = in_todays_layout({"request_docs": built})["request_docs"]
+    assert "doc" not in spooled.column_names
+    merged = merge_tables([rows.TableSet({"request_docs": spooled}), rows.TableSet({"request_docs": left})])
+    query = "SELECT request_id, merged_spans, doc FROM {db:Identifier}.request_docs ORDER BY request_id"
+    store.insert("request_docs", merged.tables["request_docs"])
+    from_inputs = store.query(query, {"db": store.database})
+    store.execute(f"TRUNCATE TABLE {store.database}.request_docs")
+    store.insert("request_docs", built)
+    expected = store.query(query, {"db": store.database})
+    assert len(expected) == 2 and from_inputs == [row for row in expected for _ in range(2)]  # both copies alike
