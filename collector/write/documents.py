@@ -238,8 +238,9 @@ def with_every_input(table: pa.Table) -> pa.Table:
     as the store fills an input an INSERT does not name: NULL when nullable, else the type's zero."""
     from ..store.declared import arrow_type  # the store's types, only here
 
+    present = set(table.column_names)  # read once: this runs for every export
     for column in REQUEST_DOCUMENT_INPUT_COLUMNS:
-        if column.name in table.column_names:
+        if column.name in present:
             continue
         kind = arrow_type(column.type)
         if column.type.startswith("Nullable("):
