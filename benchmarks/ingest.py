@@ -389,11 +389,11 @@ def main() -> int:
               for round_number in range(args.rounds)]
     print(f"export size {len(warmup[0]) / 1e6:.1f} MB; {CLIENT_THREADS} exports in flight", flush=True)
 
-    from promptprism.collector.app import Collector, tune_gc
+    from promptprism.collector.app import Collector, tune_process
     from promptprism.collector.config import CollectorConfig
 
     if not args.default_gc:
-        tune_gc()  # as `promptprism collector` does
+        tune_process()  # as `promptprism collector` does
     servers = {label: baseline_server(handler) for label, handler in (("noop", noop_handler),
                                                                      ("decode", decode_handler))}
     ratios: dict[str, list[float]] = {"collector/noop": [], "decode/noop": [], "collector/decode": []}

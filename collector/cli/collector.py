@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
     for noisy in ("uvicorn", "uvicorn.error", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    from ..app import Collector, tune_gc  # heavy imports (grpc, chdb) only for this verb
+    from ..app import Collector, tune_process  # heavy imports (grpc, chdb) only for this verb
     from ..store.base import StoreError
 
-    tune_gc()
+    tune_process()
     stop = threading.Event()
     previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGTERM, signal.SIGINT)}
     collector = Collector(config)

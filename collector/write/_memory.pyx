@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""A worker keeps the memory a conversion freed, for the next one.
+"""A worker keeps the memory a conversion freed, for the next one (and the collector process, an export's).
 
 Converting a 512 × 40 export allocates ~150 MB and frees nearly all of it at
 the end. By default both allocators hand much of it back to the kernel at

@@ -124,3 +124,39 @@ def test_the_ingest_workers_keep_their_memory():
     finally:
         pool.close()
     assert 0 < kept <= workers.WORKER_KEPT_ARENA_BYTES
+
+
+@needs_build
+def test_the_collector_process_keeps_its_memory_in_every_thread():
+    """``app.tune_process`` (the CLI's): an export's payload and tables are received and written by
+    the gRPC and sink threads, whose blocks come from glibc's per-thread arenas; a block freed there
+    is reused by the next export instead of being faulted in again. Freed CPython arenas are kept too."""
+    found = _run(CHURN + """
+    import threading
+    from promptprism.collector import app
+
+    def in_a_thread(work):
+        result = []
+        thread = threading.Thread(target=lambda: result.append(work()))
+        thread.start()
+        thread.join()
+        return result[0]
+
+    def export_sized():
+        payload = bytes(20 << 20)  # a 512 × 40 export's payload, then its tables' bytes
+        tables = [bytearray(3 << 20) for _ in range(3)]
+        del payload, tables
+
+    def receive():  # one thread, as one gRPC handler thread receives export after export
+        return min(faults_of(export_sized) for _ in range(3))
+
+    receive_default = in_a_thread(receive)
+    app.tune_process()
+    in_a_thread(export_sized)
+    receive_kept = in_a_thread(receive)
+    churn()
+    print(json.dumps({"default": receive_default, "kept": receive_kept, "arenas": kept_bytes()}))
+    """)
+    # ~2,300 by default here (glibc trims each thread's heap as the blocks go), none when kept.
+    assert found["default"] > 1_000 and found["kept"] < found["default"] // 4, found
+    assert 0 < found["arenas"] <= 16 << 20, found
