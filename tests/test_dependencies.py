@@ -17,7 +17,7 @@ from support import REPOSITORY, python_without
 DEV_ONLY = ("httpx", "yaml", "h2")
 # What the collector and providers extras add to the base install and the exporter extra.
 COLLECTOR_AND_PROVIDERS = ("chdb", "clickhouse_connect", "starlette", "uvicorn", "pyarrow", "prometheus_client",
-                           "openai", "anthropic")
+                           "blake3", "openai", "anthropic")
 
 BASE_INSTALL = """
 from promptprism.wire import names

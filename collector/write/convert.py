@@ -19,11 +19,11 @@ with them as they are, not serialized again in the collector's process.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from blake3 import blake3
 
 from ..otlp import logs as otlp_logs
 from ..otlp import metrics as otlp_metrics
@@ -50,6 +50,19 @@ KIND_METRICS = "metrics"
 # sink remembers tokens of both signals in one set.
 LOGS_TOKEN_PREFIX = b"otlp-logs\n"
 METRICS_TOKEN_PREFIX = b"otlp-metrics\n"
+
+
+def payload_token(payload: bytes | memoryview, prefix: bytes = b"") -> str:
+    """An export's deduplication token: the hex BLAKE3 digest of ``prefix`` then its bytes.
+
+    A token names a payload for the sink's "already stored" check and ClickHouse's
+    insert deduplication, so it must not collide even for a client that tries (a
+    collision would have one export dropped as a retry of another): a cryptographic
+    hash. BLAKE3 rather than sha256 because it is ~2.4× cheaper here: 5.4 against
+    12.9 ms of a worker's CPU for a 20 MB export (README "Ingest throughput")."""
+    hasher = blake3(prefix)
+    hasher.update(payload)
+    return hasher.hexdigest()
 
 
 @dataclass(slots=True)
@@ -91,7 +104,7 @@ class ConvertedExport:
 
 def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
     """A traces export's tables. Raises MalformedPayload."""
-    token = hashlib.sha256(payload).hexdigest()
+    token = payload_token(payload)
     decoded = decode_json(payload) if encoding == ENCODING_JSON else decode_protobuf(payload)
     records, unmapped = reassemble(decoded.spans)
     tables = build_tables(decoded.spans, records)
@@ -108,7 +121,7 @@ def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
     split = split_logs(decoded.records)
     tables = build_tables([], [], genai_events=split.genai_events, log_records=split.log_records,
                           tool_owners=split.tool_owners)
-    token = hashlib.sha256(LOGS_TOKEN_PREFIX + payload).hexdigest()
+    token = payload_token(payload, LOGS_TOKEN_PREFIX)
     return ConvertedExport(tables, token, len(decoded.records), decoded.rejections.count,
                            decoded.rejections.message, genai_events=len(split.genai_events),
                            other_log_records=len(split.log_records),
@@ -119,7 +132,7 @@ def convert_metrics(payload: bytes, encoding: str) -> ConvertedExport:
     """A metrics export's tables, one per OTLP metric type. Raises MalformedPayload."""
     decode = otlp_metrics.decode_json if encoding == ENCODING_JSON else otlp_metrics.decode_protobuf
     decoded = decode(payload)
-    token = hashlib.sha256(METRICS_TOKEN_PREFIX + payload).hexdigest()
+    token = payload_token(payload, METRICS_TOKEN_PREFIX)
     return ConvertedExport(TableSet(metric_tables(decoded.points)), token, len(decoded.points),
                            decoded.rejected_data_points, decoded.error_message, metric_points=len(decoded.points))
 
