@@ -419,14 +419,22 @@ def contents_table(
     seen: dict[ContentKey, tuple[int, str]] = {}
     for record in records:
         day = _day(record.started_at_ns)
-        for item in (*record.blocks, *record.tools):
-            key_hash = content_sha256(item)
+        for block in record.blocks:  # ~20k per 512 × 40 export, half of them without text
+            if block.content is None or not block.sha256:
+                continue
+            # content_sha256 inlined: a block's text not redacted is stored under its own sha256
+            key = (day, content_sha256(block) if block.redacted else block.sha256)
+            if key in seen or key in already_stored:
+                continue
+            seen[key] = (_utf8_size(block), block.content)
+        for tool in record.tools:
+            key_hash = content_sha256(tool)
             if not key_hash:
                 continue
             key = (day, key_hash)
             if key in seen or key in already_stored:
                 continue
-            seen[key] = (_utf8_size(item), item.content)
+            seen[key] = (_utf8_size(tool), tool.content)
         for field_items in (items or {}).get(record.request_id, {}).values():
             for text, key_hash in zip(field_items.texts, field_items.keys):
                 key = (day, key_hash)
