@@ -23,7 +23,8 @@ from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
     # A dict made with room for ``minused`` items: an event's attributes, presized to the
-    # previous event's count, are not resized while filled (CPython 3.11+; public since 3.13).
+    # previous event's count, are not resized while filled. CPython's own (not the limited
+    # API); Cython's generated code makes its dict literals with it too.
     dict _PyDict_NewPresized(Py_ssize_t minused)
 
 from .model import SPAN_KINDS as _SPAN_KINDS, STATUS_CODES as _STATUS_CODES, DecodedSpan, SpanEvent, SpanLink
