@@ -40,6 +40,7 @@ from .receive import GrpcReceiver, traces_app
 from .receive.auth import authorized
 from .store import open_store
 from .write.ingest import Ingest
+from .write.workers import keep_collector_memory
 
 logger = logging.getLogger(__name__)
 
@@ -57,31 +58,13 @@ HTTP_GRACEFUL_SHUTDOWN_SECONDS = 10
 GC_GENERATION0_THRESHOLD = 50_000
 
 
-# Freed memory the collector process keeps for reuse (write/_memory.pyx, as its ingest workers do):
-# each export's payload (~20 MB for 512 spans × 40 blocks) and its tables come and go through the
-# gRPC and sink threads, and glibc's defaults hand much of that space back to the kernel at once,
-# so the next export faulted it in again, page by page. A real collector sent 32 such exports, 2 in
-# flight, three alternating pairs: 6,500–7,200 page faults an export in its process, 5,300–6,300
-# with this; its CPU 5–33 ms less an export (of 136–165), its resident size no larger (README
-# "Ingest throughput").
-KEPT_ARENA_BYTES = 16 * 1024 * 1024
-KEPT_HEAP_BYTES = 64 * 1024 * 1024
-
-
 def tune_process() -> None:
     """For the collector process (the CLI calls this; a library user decides for themselves):
     the cyclic GC's thresholds, and freed memory kept for the next export."""
     gc.freeze()  # everything imported so far is permanent: never rescan it
     _, generation1, generation2 = gc.get_threshold()
     gc.set_threshold(GC_GENERATION0_THRESHOLD, generation1, generation2)
-    if _keep_freed_memory is not None:
-        _keep_freed_memory(KEPT_ARENA_BYTES, KEPT_HEAP_BYTES)
-
-
-try:  # freed memory kept for reuse (README "Ingest throughput")
-    from .write._memory import keep_freed_memory as _keep_freed_memory
-except ImportError:  # not built: the allocators' defaults
-    _keep_freed_memory = None
+    keep_collector_memory()
 
 
 class ServerThread:
