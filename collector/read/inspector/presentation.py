@@ -52,6 +52,11 @@ def number(value: Any) -> str:
     return "–" if value is None else f"{int(value):,}"
 
 
+def milliseconds(value: Any) -> str:
+    """A duration in whole milliseconds, rounded as the CLI rounds it (``number`` cuts: 2.6 → 2)."""
+    return "–" if value is None else number(round(value))
+
+
 def pretty_json(text: Any) -> str:
     """Tool definitions and structured parts, indented for reading; non-JSON text unchanged."""
     if text is None:
@@ -72,6 +77,7 @@ FILTERS = {
     "signed": signed,
     "percent": percent,
     "number": number,
+    "milliseconds": milliseconds,
     "decimal": decimal,
     "plural": plural,
     "pretty_json": pretty_json,

@@ -39,6 +39,7 @@ def test_request_page_shows_blocks_labelled_with_shares_then_divided_sections(si
     assert positions == sorted(positions)
     assert text.count('<hr class="divider">') >= 4
     assert "promptprism prompt show a1b2c3d4e5f60002" in text
+    assert " · 1,250 ms" in text  # the span's 1.25 s
     assert 'class="minimap"' in text and text.count('class="minimap-segment') == 6 + 3
 
 
@@ -133,6 +134,8 @@ def test_number_formatting():
     assert presentation.percent(0.1234) == "12.3%"
     assert presentation.percent(0.0001) == "<0.1%"
     assert presentation.layer_style("memory") != presentation.layer_style("identity")
+    # Durations are rounded, as the CLI rounds them (the request page once cut 2.6 ms to "2 ms").
+    assert [presentation.milliseconds(value) for value in (2.6, 2.4, 1250.0, 0.2, None)] == ["3", "2", "1,250", "0", "–"]
 
 
 def test_trace_page_has_a_layer_legend(site):
