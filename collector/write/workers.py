@@ -94,8 +94,8 @@ WORKER_KEPT_HEAP_BYTES = 64 * 1024 * 1024
 # gRPC and sink threads, and glibc's defaults hand much of that space back to the kernel at once,
 # so the next export faulted it in again, page by page. A real collector sent 32 such exports, 2 in
 # flight, three alternating pairs: 6,500–7,200 page faults an export in its process, 5,300–6,300
-# with this; its CPU 5–33 ms less an export (of 136–165), its resident size no larger (README
-# "Ingest throughput").
+# with this; its CPU 5–33 ms less an export (of 136–165), its resident size the same within the
+# ±50 MiB it varies by from run to run (README "Ingest throughput").
 COLLECTOR_KEPT_ARENA_BYTES = 16 * 1024 * 1024
 COLLECTOR_KEPT_HEAP_BYTES = 64 * 1024 * 1024
 
