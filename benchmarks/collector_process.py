@@ -6,9 +6,10 @@ do (its CLI, its process settings, its ingest workers), sends it the same
 exports as ``ingest.py`` (512 spans × 40 blocks, ~20 MB each) over loopback
 gRPC, 2 in flight, and reads from ``/proc`` what each export cost: the
 collector's process (user and system CPU, minor page faults, resident size
-at the end), each of its threads grouped by name (gRPC handlers and the sink
-are ``promptprism-…``, chdb's are ``ThreadPool``/``QueryCompPipeEx`` and
-``MergeMutate``, gRPC's core ``event_engine``) and each ingest worker.
+at the end), each of its threads grouped by their kernel name (Python's
+threads — the gRPC handlers, the sink — keep the process's, ``promptprism``;
+chdb's are ``ThreadPool`` and ``MergeMutate``, gRPC's core ``event_engine``)
+and each ingest worker.
 
 ``--baseline PATH`` alternates runs with the collector of another checkout
 (its ``.venv/bin/promptprism``; ``make .venv/.installed`` there first),
