@@ -10,6 +10,8 @@ from promptprism.collector.store.base import checked_token
 from promptprism.collector.write.convert import (
     LOGS_TOKEN_PREFIX,
     METRICS_TOKEN_PREFIX,
+    convert_logs,
+    convert_metrics,
     convert_traces,
     payload_token,
 )
@@ -40,3 +42,11 @@ def test_a_resent_export_has_the_token_of_the_first_and_its_group_too():
     other = convert_traces(prompt_export(), "protobuf")  # another span: other ids
     assert other.dedup_token != first.dedup_token
     assert group_token([first.dedup_token, other.dedup_token]) == group_token([other.dedup_token, again.dedup_token])
+
+
+def test_the_same_bytes_sent_as_traces_logs_and_metrics_are_three_exports():
+    # An empty payload is a valid export of every signal: each converter must name it apart.
+    tokens = {convert(b"", "protobuf").dedup_token for convert in (convert_traces, convert_logs, convert_metrics)}
+    assert tokens == {payload_token(b""), payload_token(b"", LOGS_TOKEN_PREFIX),
+                      payload_token(b"", METRICS_TOKEN_PREFIX)}
+    assert len(tokens) == 3
