@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 .PHONY: run test test-ch248 browser bench clean
 
 # The compiled OTLP walker and block checks are built by the install: a changed .pyx rebuilds them.
-COMPILED := collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx collector/write/_memory.pyx collector/write/_documents.pyx
+COMPILED := collector/_slotted.h collector/otlp/_walk.pyx collector/write/_blocks.pyx collector/write/_strings.pyx collector/write/_memory.pyx collector/write/_documents.pyx
 $(STAMP): pyproject.toml setup.py $(COMPILED)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

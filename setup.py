@@ -61,9 +61,11 @@ def extensions():
         return []
     from setuptools import Extension
 
-    compiled = [Extension(WALKER, ["collector/otlp/_walk.pyx"], extra_compile_args=["-O2"]),
-                Extension(BLOCKS, ["collector/write/_blocks.pyx"], extra_compile_args=["-O2"]),
-                Extension(STRINGS, ["collector/write/_strings.pyx"], extra_compile_args=["-O2"]),
+    # Objects made and read at their slots' offsets (collector/_slotted.h, included by these three).
+    slotted = {"include_dirs": ["collector"], "depends": ["collector/_slotted.h"]}
+    compiled = [Extension(WALKER, ["collector/otlp/_walk.pyx"], extra_compile_args=["-O2"], **slotted),
+                Extension(BLOCKS, ["collector/write/_blocks.pyx"], extra_compile_args=["-O2"], **slotted),
+                Extension(STRINGS, ["collector/write/_strings.pyx"], extra_compile_args=["-O2"], **slotted),
                 Extension(DOCUMENTS, ["collector/write/_documents.pyx"], extra_compile_args=["-O2"]),
                 Extension(MEMORY, ["collector/write/_memory.pyx"], extra_compile_args=["-O2"])]
     try:

@@ -23,10 +23,35 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
     object PyMemoryView_FromMemory(char* memory, Py_ssize_t size, int flags)
     int PyBUF_READ
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t
 
+cdef extern from "_slotted.h":
+    ctypedef struct promptprism_slotted:
+        pass
+    int promptprism_slotted_init(promptprism_slotted* layout, object type, object descriptors)
+    object promptprism_slotted_new(const promptprism_slotted* layout, PyObject** values)
+    PyObject* promptprism_slot(const promptprism_slotted* layout, object instance, Py_ssize_t i)
+
 from ...wire import names as _names
+from .._slotted import slot_descriptors
+from ..otlp.model import SpanEvent
 from ..record import Block
+
+# Blocks are made, and events read, at their slots (_slotted.h) when the classes are plain enough
+# for that to be what the class would do; else through the class, as the definition does.
+cdef promptprism_slotted BLOCK_LAYOUT, EVENT_LAYOUT
+_BLOCK_FIELDS = ("index", "name", "layer", "stability", "source", "start", "end", "size", "sha256", "content",
+                 "redacted")
+_block_descriptors = slot_descriptors(Block, _BLOCK_FIELDS)
+BLOCKS_MADE_AT_SLOTS = (_block_descriptors is not None
+                        and promptprism_slotted_init(&BLOCK_LAYOUT, Block, _block_descriptors) == 0)
+_event_descriptors = slot_descriptors(SpanEvent, ("time_ns", "name", "attributes"))
+EVENTS_READ_AT_SLOTS = (_event_descriptors is not None
+                        and promptprism_slotted_init(&EVENT_LAYOUT, SpanEvent, _event_descriptors) == 0)
+cdef bint blocks_at_slots = BLOCKS_MADE_AT_SLOTS, events_at_slots = EVENTS_READ_AT_SLOTS
+cdef Py_ssize_t EVENT_ATTRIBUTES = 2
+cdef Py_ssize_t BLOCK_SIZE = 7, BLOCK_SHA256 = 8, BLOCK_CONTENT = 9, BLOCK_REDACTED = 10
 
 cdef str PROMPT_BYTES = _names.PROMPT_BYTES
 cdef str PROMPT_BLOCK_COUNT = _names.PROMPT_BLOCK_COUNT
@@ -93,6 +118,27 @@ def validate_blocks(dict attributes, list events, object dropped_events):
         return None
 
 
+cdef inline object event_attributes_of(object event):
+    cdef PyObject* found
+    if events_at_slots and type(event) is SpanEvent:
+        found = promptprism_slot(&EVENT_LAYOUT, event, EVENT_ATTRIBUTES)
+        if found is not NULL:
+            return <object>found
+    return event.attributes
+
+
+cdef inline object make_block(object index, object name, object layer, object stability, object source,
+                              object start, object end, object size, object digest, object content,
+                              object redacted):
+    cdef PyObject* values[11]
+    if not blocks_at_slots:
+        return Block(index, name, layer, stability, source, start, end, size, digest, content, redacted)
+    values[0], values[1], values[2], values[3] = <PyObject*>index, <PyObject*>name, <PyObject*>layer, <PyObject*>stability
+    values[4], values[5], values[6], values[7] = <PyObject*>source, <PyObject*>start, <PyObject*>end, <PyObject*>size
+    values[8], values[9], values[10] = <PyObject*>digest, <PyObject*>content, <PyObject*>redacted
+    return promptprism_slotted_new(&BLOCK_LAYOUT, values)
+
+
 cdef object _validate(dict attributes, list events, object dropped_events):
     cdef object prompt_bytes_value = attributes.get(PROMPT_BYTES)
     cdef object declared = attributes.get(PROMPT_BLOCK_COUNT)
@@ -103,17 +149,28 @@ cdef object _validate(dict attributes, list events, object dropped_events):
     if len(events) > declared:
         return [], BAD_ATTRIBUTES
     cdef int64_t prompt_bytes = small(prompt_bytes_value)
+    cdef Py_ssize_t count = len(events)
+    # Each block's index, start, end and size as C integers, for the checks after the sort.
+    cdef int64_t* numbers = <int64_t*>PyMem_Malloc(max(count, 1) * 4 * sizeof(int64_t))
+    if numbers is NULL:
+        raise MemoryError()
+    try:
+        return _checked(attributes, events, count, prompt_bytes, numbers)
+    finally:
+        PyMem_Free(numbers)
 
-    cdef Py_ssize_t count = len(events), n
+
+cdef object _checked(dict attributes, list events, Py_ssize_t count, int64_t prompt_bytes, int64_t* numbers):
+    cdef Py_ssize_t n, at
     cdef list blocks = []
-    cdef list indexes = []
+    cdef list order = None
     cdef bint in_order = True
     cdef int64_t previous = 0, index_value
     cdef PyObject* found
     cdef dict event_attributes
     cdef object index, start, end, size, name, layer, source, digest, content, stability, redacted
     for n in range(count):
-        event_attributes_object = events[n].attributes
+        event_attributes_object = event_attributes_of(events[n])
         if type(event_attributes_object) is not dict:
             raise _Fallback()
         event_attributes = <dict>event_attributes_object
@@ -170,26 +227,25 @@ cdef object _validate(dict attributes, list events, object dropped_events):
         # The flag only means something beside content: without text there is nothing redacted to show.
         redacted = content is not None and found is not NULL and <object>found is True
         index_value = small(index)
+        # Beyond 64 bits → the definition (which would find the range wrong or the map not tiling).
+        numbers[4 * n], numbers[4 * n + 1], numbers[4 * n + 2] = index_value, small(start), small(end)
+        numbers[4 * n + 3] = small(size)
         if n and index_value < previous:
             in_order = False
         previous = index_value
-        indexes.append(index_value)
-        blocks.append(Block(index, name, layer, stability, source, start, end, size, digest, content, redacted))
+        blocks.append(make_block(index, name, layer, stability, source, start, end, size, digest, content, redacted))
     if not in_order:  # a stable sort by index, as reassemble's (equal indexes keep their order and fail below)
-        order = sorted(range(count), key=indexes.__getitem__)
-        blocks = [blocks[position] for position in order]
-        indexes = [indexes[position] for position in order]
+        order = sorted(range(count), key=[numbers[4 * n] for n in range(count)].__getitem__)
+        blocks = [blocks[at] for at in order]
 
-    cdef int64_t position = 0, block_start, block_end, block_size
-    cdef object block
+    cdef int64_t position = 0, block_start, block_end
     for n in range(count):
-        block = blocks[n]
-        if <int64_t>indexes[n] != n:
+        at = n if order is None else <Py_ssize_t>order[n]
+        if numbers[4 * at] != n:
             return [], BAD_ATTRIBUTES
-        block_start = small(block.start)
-        block_end = small(block.end)
-        block_size = small(block.size)
-        if block_start < 0 or block_end < block_start or block_end > prompt_bytes or block_size != block_end - block_start:
+        block_start, block_end = numbers[4 * at + 1], numbers[4 * at + 2]
+        if (block_start < 0 or block_end < block_start or block_end > prompt_bytes
+                or numbers[4 * at + 3] != block_end - block_start):
             return [], BAD_RANGE
         if block_start == block_end:
             return [], EMPTY_BLOCK
@@ -202,6 +258,13 @@ cdef object _validate(dict attributes, list events, object dropped_events):
     return ([], reason) if reason else (blocks, "")
 
 
+cdef inline object block_field(object block, Py_ssize_t field, str name):
+    # A field of a block this module made: at its slot when made there, else by name.
+    if blocks_at_slots:
+        return <object>promptprism_slot(&BLOCK_LAYOUT, block, field)
+    return getattr(block, name)
+
+
 cdef str _check_content(list blocks, dict attributes):
     """Hash and UTF-8 checks of captured content; redacted content is skipped (reassemble._check_content)."""
     whole = sha256()
@@ -211,8 +274,8 @@ cdef str _check_content(list blocks, dict attributes):
     cdef const char* utf8
     cdef Py_ssize_t length
     for block in blocks:
-        content = block.content
-        if content is None or block.redacted:
+        content = block_field(block, BLOCK_CONTENT, "content")
+        if content is None or block_field(block, BLOCK_REDACTED, "redacted"):
             complete = False
             continue
         # The text's UTF-8 form as CPython keeps it beside the str (made once, then reused by
@@ -222,7 +285,8 @@ cdef str _check_content(list blocks, dict attributes):
         except UnicodeEncodeError:  # lone surrogate: half a character
             return UTF8_BOUNDARY
         encoded = PyMemoryView_FromMemory(<char*>utf8, length, PyBUF_READ)
-        if length != block.size or sha256(encoded).hexdigest() != block.sha256:
+        if (length != block_field(block, BLOCK_SIZE, "size")
+                or sha256(encoded).hexdigest() != block_field(block, BLOCK_SHA256, "sha256")):
             if (<str>content).startswith(REPLACEMENT_CHARACTER) or (<str>content).endswith(REPLACEMENT_CHARACTER):
                 return UTF8_BOUNDARY
             return HASH_MISMATCH

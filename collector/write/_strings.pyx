@@ -20,7 +20,43 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+cdef extern from "_slotted.h":
+    ctypedef struct promptprism_slotted:
+        pass
+    int promptprism_slotted_init(promptprism_slotted* layout, object type, object descriptors)
+    PyObject* promptprism_slot(const promptprism_slotted* layout, object instance, Py_ssize_t i)
+
 import pyarrow as pa
+
+from .._slotted import slot_descriptors
+from ..otlp.model import SpanEvent
+from ..record import Block
+
+# Events' and blocks' fields read at their slots (_slotted.h) when the classes are plain enough.
+cdef promptprism_slotted EVENT_LAYOUT, BLOCK_LAYOUT
+_event_descriptors = slot_descriptors(SpanEvent, ("time_ns", "name", "attributes"))
+_block_descriptors = slot_descriptors(Block, ("index", "name", "layer", "stability", "source", "start", "end",
+                                              "size", "sha256", "content", "redacted"))
+FIELDS_READ_AT_SLOTS = (_event_descriptors is not None and _block_descriptors is not None
+                        and promptprism_slotted_init(&EVENT_LAYOUT, SpanEvent, _event_descriptors) == 0
+                        and promptprism_slotted_init(&BLOCK_LAYOUT, Block, _block_descriptors) == 0)
+cdef bint at_slots = FIELDS_READ_AT_SLOTS
+cdef enum:  # positions in EVENT_LAYOUT
+    EVENT_TIME, EVENT_NAME, EVENT_ATTRIBUTES
+cdef enum:  # positions in BLOCK_LAYOUT
+    BLOCK_INDEX, BLOCK_NAME, BLOCK_LAYER, BLOCK_STABILITY, BLOCK_SOURCE, BLOCK_START, BLOCK_END, BLOCK_SIZE
+    BLOCK_SHA256, BLOCK_CONTENT, BLOCK_REDACTED
+
+
+cdef inline object field(object instance, object cls, const promptprism_slotted* layout, Py_ssize_t i, str name):
+    """``getattr(instance, name)``: at its slot when ``instance`` is exactly ``cls`` and it is set there."""
+    cdef PyObject* found
+    if at_slots and type(instance) is cls:
+        found = promptprism_slot(layout, instance, i)
+        if found is not NULL:
+            return <object>found
+    return getattr(instance, name)
+
 
 cdef int64_t MAX_OFFSET = 2**31 - 1  # Arrow's `string` layout: 32-bit offsets
 cdef object STRING = pa.string()
@@ -236,11 +272,11 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
         if type(event_list) is not list:
             raise _Fallback()
         for event in <list>event_list:
-            name = event.name
-            attributes_object = event.attributes
+            name = field(event, SpanEvent, &EVENT_LAYOUT, EVENT_NAME, "name")
+            attributes_object = field(event, SpanEvent, &EVENT_LAYOUT, EVENT_ATTRIBUTES, "attributes")
             if type(name) is not str or type(attributes_object) is not dict:
                 raise _Fallback()
-            times.append64(event.time_ns)
+            times.append64(field(event, SpanEvent, &EVENT_LAYOUT, EVENT_TIME, "time_ns"))
             names.append(name, str)
             attributes = <dict>attributes_object
             left_out = digest_left_out = None
@@ -321,16 +357,17 @@ cdef object _block_columns(list blocks, object block_type, object content_sha256
     cdef object block, flag, value
     for n in range(count):
         block = blocks[n]
-        put_unsigned(index, block.index, 0xFFFFFFFF)
-        put_unsigned(start, block.start, 0xFFFFFFFFFFFFFFFF)
-        put_unsigned(end, block.end, 0xFFFFFFFFFFFFFFFF)
-        put_unsigned(size, block.size, 0xFFFFFFFFFFFFFFFF)
-        put_text(name, block.name)
-        put_text(layer, block.layer)
-        put_text(stability, block.stability)
-        put_text(source, block.source)
-        put_text(sha256, block.sha256)
-        flag = block.redacted
+        put_unsigned(index, field(block, Block, &BLOCK_LAYOUT, BLOCK_INDEX, "index"), 0xFFFFFFFF)
+        put_unsigned(start, field(block, Block, &BLOCK_LAYOUT, BLOCK_START, "start"),
+                     0xFFFFFFFFFFFFFFFF)
+        put_unsigned(end, field(block, Block, &BLOCK_LAYOUT, BLOCK_END, "end"), 0xFFFFFFFFFFFFFFFF)
+        put_unsigned(size, field(block, Block, &BLOCK_LAYOUT, BLOCK_SIZE, "size"), 0xFFFFFFFFFFFFFFFF)
+        put_text(name, field(block, Block, &BLOCK_LAYOUT, BLOCK_NAME, "name"))
+        put_text(layer, field(block, Block, &BLOCK_LAYOUT, BLOCK_LAYER, "layer"))
+        put_text(stability, field(block, Block, &BLOCK_LAYOUT, BLOCK_STABILITY, "stability"))
+        put_text(source, field(block, Block, &BLOCK_LAYOUT, BLOCK_SOURCE, "source"))
+        put_text(sha256, field(block, Block, &BLOCK_LAYOUT, BLOCK_SHA256, "sha256"))
+        flag = field(block, Block, &BLOCK_LAYOUT, BLOCK_REDACTED, "redacted")
         if type(flag) is not bool:
             raise _Fallback()
         redacted.append(flag)
