@@ -91,6 +91,9 @@ class ConvertedExport:
     tool_owners: list[RequestRecord] = field(default_factory=list)
     # Tables that crossed from a worker: name → (table, its IPC bytes, their CRC-32), for the spool.
     serialized: dict[str, Any] = field(default_factory=dict)
+    # The decoded spans, kept only when asked (``keep_spans``): a worker frees them with the records
+    # after its answer is sent (``workers._FreedLater``). Never sent.
+    spans: list | None = None
 
     @property
     def rows(self) -> int:
@@ -102,8 +105,8 @@ class ConvertedExport:
         return sum(table.nbytes for table in self.tables.tables.values())
 
 
-def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
-    """A traces export's tables. Raises MalformedPayload."""
+def convert_traces(payload: bytes, encoding: str, keep_spans: bool = False) -> ConvertedExport:
+    """A traces export's tables (and its decoded spans with ``keep_spans``). Raises MalformedPayload."""
     token = payload_token(payload)
     decoded = decode_json(payload) if encoding == ENCODING_JSON else decode_protobuf(payload)
     records, unmapped = reassemble(decoded.spans)
@@ -111,7 +114,8 @@ def convert_traces(payload: bytes, encoding: str) -> ConvertedExport:
     mapped_blocks = sum(len(record.blocks) for record in records if record.mapped)
     return ConvertedExport(tables, token, len(decoded.spans), decoded.rejections.count, decoded.rejections.message,
                            len(records), mapped_blocks, unmapped,
-                           calls=[call_identity(record) for record in records], records=records)
+                           calls=[call_identity(record) for record in records], records=records,
+                           spans=decoded.spans if keep_spans else None)
 
 
 def convert_logs(payload: bytes, encoding: str) -> ConvertedExport:
@@ -137,10 +141,12 @@ def convert_metrics(payload: bytes, encoding: str) -> ConvertedExport:
                            decoded.rejected_data_points, decoded.error_message, metric_points=len(decoded.points))
 
 
-def convert(kind: str, payload: bytes, encoding: str) -> ConvertedExport:
+def convert(kind: str, payload: bytes, encoding: str, keep_spans: bool = False) -> ConvertedExport:
     if kind == KIND_METRICS:
         return convert_metrics(payload, encoding)
-    return convert_logs(payload, encoding) if kind == KIND_LOGS else convert_traces(payload, encoding)
+    if kind == KIND_LOGS:
+        return convert_logs(payload, encoding)
+    return convert_traces(payload, encoding, keep_spans)
 
 
 # --- across the process boundary ---------------------------------------------
@@ -154,9 +160,10 @@ def to_wire(converted: ConvertedExport) -> tuple:
     return wire_tables, {name: getattr(converted, name) for name in _WIRE_FIELDS}
 
 
-# What crosses as plain values: not the tables (bytes instead), not the records (see ``records``),
-# not the tables' bytes again.
-_WIRE_FIELDS = tuple(name for name in ConvertedExport.__slots__ if name not in ("tables", "records", "serialized"))
+# What crosses as plain values: not the tables (bytes instead), not the records (see ``records``)
+# or the spans, not the tables' bytes again.
+_WIRE_FIELDS = tuple(name for name in ConvertedExport.__slots__
+                     if name not in ("tables", "records", "serialized", "spans"))
 
 
 def from_wire(wire: tuple) -> ConvertedExport:

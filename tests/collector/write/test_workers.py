@@ -79,9 +79,9 @@ def test_a_conversion_runs_with_the_cyclic_collector_paused_and_turns_it_back_on
 
     seen = []
 
-    def recording(kind, payload, encoding):
+    def recording(kind, payload, encoding, *rest):
         seen.append(gc.isenabled())
-        return convert(kind, payload, encoding)
+        return convert(kind, payload, encoding, *rest)
 
     monkeypatch.setattr(workers, "convert", recording)
     assert gc.isenabled()
@@ -92,6 +92,53 @@ def test_a_conversion_runs_with_the_cyclic_collector_paused_and_turns_it_back_on
     else:
         assert failure is None
         _assert_same(converted, convert(KIND_TRACES, payload, "protobuf"))
+
+
+def test_a_worker_frees_what_a_conversion_leaves_after_answering(monkeypatch):
+    """The spans and records go to the worker's freeing thread, not out of scope before the answer."""
+    from multiprocessing import shared_memory
+
+    from promptprism.collector.write import workers
+
+    handed = []
+    monkeypatch.setattr(workers._LATER, "hand", handed.append)
+    payload = prompt_export()
+    slot = shared_memory.SharedMemory(create=True, size=1 << 20)
+    try:
+        slot.buf[:len(payload)] = payload
+        outcome, wire = workers._convert_in_slot(KIND_TRACES, slot.name, len(payload), "protobuf")
+        assert outcome == workers._OK_IN_SLOT
+        (export,) = handed
+        assert len(export.spans) == 1 and len(export.records) == 1 and export.records[0].blocks
+        # Neither the spans nor the records cross back: only the tables and the counts.
+        _, fields = wire
+        assert "spans" not in fields and "records" not in fields and fields["requests"] == 1
+    finally:
+        slot.close()
+        slot.unlink()
+
+
+class _Noted:
+    def __init__(self, freed: list):
+        self.freed = freed
+
+    def __del__(self):
+        self.freed.append(threading.current_thread().name)
+
+
+def test_what_is_handed_is_freed_by_the_freeing_thread_or_at_once_without_it():
+    from promptprism.collector.write.workers import _FreedLater
+
+    freed: list[str] = []
+    idle = _FreedLater()
+    idle.hand(_Noted(freed))  # no thread (in the collector's process, a test): freed here, at once
+    assert freed == [threading.current_thread().name]
+    later = _FreedLater()
+    later.start()
+    later.start()  # one thread however often started
+    later.hand(_Noted(freed))
+    wait_until(lambda: len(freed) == 2, timeout=10)
+    assert freed[1] == "promptprism-worker-free"
 
 
 def test_past_the_queue_bound_exports_are_refused_retryable():
