@@ -73,9 +73,6 @@ CONVERT_TIMEOUT_SECONDS = 120.0
 # What a client is told to wait after a worker died or the pool was full:
 # workers restart in about a second.
 WORKER_RETRY_AFTER_SECONDS = 1.0
-# Worker GC threshold, as app.GC_GENERATION0_THRESHOLD for the collector
-# process: a conversion allocates tens of thousands of short-lived objects.
-WORKER_GC_GENERATION0_THRESHOLD = 50_000
 
 _OK, _MALFORMED, _FAILED = "ok", "malformed", "failed"
 _OK_IN_SLOT = "ok-in-slot"  # the tables' IPC bytes are in the slot: (name, offset, length) each
@@ -109,8 +106,8 @@ def keep_collector_memory() -> None:
 
 def _start_worker() -> None:
     gc.freeze()
-    _, generation1, generation2 = gc.get_threshold()
-    gc.set_threshold(WORKER_GC_GENERATION0_THRESHOLD, generation1, generation2)
+    # Never on its own: a worker's cyclic garbage is collected after each export (_FreedLater).
+    gc.disable()
     if _keep_freed_memory is not None:
         _keep_freed_memory(WORKER_KEPT_ARENA_BYTES, WORKER_KEPT_HEAP_BYTES)
     _exit_with_the_collector()
@@ -119,33 +116,48 @@ def _start_worker() -> None:
 
 class _FreedLater:
     """What a conversion leaves (the spans, the records, their blocks: some hundreds of thousands
-    of objects for a 512 × 40 export) freed by a thread of the worker's own, after the answer.
+    of objects for a 512 × 40 export) freed by a thread of the worker's own, after the answer,
+    and then the worker's cyclic garbage collected.
 
     Freed where the conversion ends, they cost ~8–10 ms of the worker's time between the tables
     being ready and the answer being sent: time the export waits for its acknowledgement. Handed
     here instead, they are freed once the worker has sent it and waits for its next export (its
-    main thread then holds no GIL). Without the thread started (a conversion in the collector's
-    process, a test), they are freed at once, as before."""
+    main thread then holds no GIL). The cyclic collector runs here too, and only here: on its own
+    it would also run while the export's objects are still alive, between the conversion and the
+    answer, and walk every one of them (a conversion leaves ~1 cyclic object; ~17 young-generation
+    collections per export found that much, for ~8 % of a conversion). Without the thread started
+    (a conversion in the collector's process, a test), what is handed is freed at once, as before."""
 
     def __init__(self):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._collections = 0
 
     def start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._free, name="promptprism-worker-free", daemon=True)
             self._thread.start()
 
-    def hand(self, leftover) -> None:
+    def hand(self, box: list) -> None:
+        """``box`` holds the only references left to what it holds: emptied (freed) by the thread."""
         if self._thread is not None:
-            self._queue.put(leftover)
+            self._queue.put(box)
 
     def _free(self) -> None:
         while True:
-            self._queue.get()  # dropped at once: its objects freed here
+            self._queue.get().clear()  # the last references: the objects are freed here
+            if self._queue.empty():
+                self._collect()
+
+    def _collect(self) -> None:
+        # The young generations hold what the export left (~0.1 ms); a full collection walks the
+        # worker's every object (~6–12 ms), so only every FULL_COLLECTION_EVERY exports.
+        self._collections += 1
+        gc.collect(2 if self._collections % FULL_COLLECTION_EVERY == 0 else 1)
 
 
 _LATER = _FreedLater()
+FULL_COLLECTION_EVERY = 64
 
 
 try:  # a conversion's freed memory kept for the next one, not faulted in again (README "Ingest throughput")
@@ -182,8 +194,12 @@ def _ready() -> bool:
 def _convert_in_worker(kind: str, payload: bytes, encoding: str) -> tuple:
     """Runs in a worker. Never raises: an exception's text may quote the
     payload and the pool would pickle it with its traceback."""
-    converted, failure = _converted(kind, payload, encoding)
-    return failure or (_OK, to_wire(converted))
+    converted, failure = _converted(kind, payload, encoding, keep_spans=True)
+    try:
+        return failure or (_OK, to_wire(converted))
+    finally:
+        box, converted = [converted], None
+        _LATER.hand(box)
 
 
 def _converted(kind: str, payload: bytes, encoding: str, keep_spans: bool = False) -> tuple:
@@ -192,8 +208,9 @@ def _converted(kind: str, payload: bytes, encoding: str, keep_spans: bool = Fals
     The cyclic garbage collector is paused meanwhile: a 512 × 40 export allocates some
     hundreds of thousands of objects, all freed by reference counting (~17 young-generation
     collections per export found ~1 cyclic object each), and those collections cost ~8 % of a
-    conversion (~187 instead of ~204 ms, median of 12 interleaved). A worker converts one export
-    at a time; whatever cycles a conversion leaves are collected once it is back on.
+    conversion (~187 instead of ~204 ms, median of 12 interleaved). Whatever cycles a conversion
+    leaves are collected once it is back on; in a worker, where it stays off, once the export's
+    answer is sent (``_FreedLater``).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -216,6 +233,7 @@ def _convert_in_slot(kind: str, slot_name: str, size: int, encoding: str) -> tup
         slot = _attach(slot_name)
     except OSError as error:  # the slot is gone (the pool closing): retryable, like a lost worker
         return _NO_SLOT, describe_exception(error)
+    converted = None
     try:
         view = slot.buf[:size]
         # A traces protobuf payload is decoded where it lies (decode_protobuf reads a view and keeps
@@ -232,16 +250,16 @@ def _convert_in_slot(kind: str, slot_name: str, size: int, encoding: str) -> tup
             return failure
         wire = to_slot(converted, slot.buf)
         if wire is None:
-            wire = to_wire(converted)  # larger than the slot: through the pipe
-            _LATER.hand(converted)
-            return _OK, wire
-        _LATER.hand(converted)
+            return _OK, to_wire(converted)  # larger than the slot: through the pipe
         return _OK_IN_SLOT, wire
     finally:
         try:
             slot.close()
         except BufferError:  # a view of it still referenced (a traceback): unmapped when collected
             pass
+        # Freed after the answer (a failure's garbage collected there too): the box holds the last reference.
+        box, converted = [converted], None
+        _LATER.hand(box)
 
 
 def _attach(name: str) -> shared_memory.SharedMemory:

@@ -108,7 +108,8 @@ def test_a_worker_frees_what_a_conversion_leaves_after_answering(monkeypatch):
         slot.buf[:len(payload)] = payload
         outcome, wire = workers._convert_in_slot(KIND_TRACES, slot.name, len(payload), "protobuf")
         assert outcome == workers._OK_IN_SLOT
-        (export,) = handed
+        (box,) = handed
+        (export,) = box  # the last reference: the export is freed when the thread empties the box
         assert len(export.spans) == 1 and len(export.records) == 1 and export.records[0].blocks
         # Neither the spans nor the records cross back: only the tables and the counts.
         _, fields = wire
@@ -127,18 +128,35 @@ class _Noted:
 
 
 def test_what_is_handed_is_freed_by_the_freeing_thread_or_at_once_without_it():
+    import gc
+
     from promptprism.collector.write.workers import _FreedLater
 
     freed: list[str] = []
     idle = _FreedLater()
-    idle.hand(_Noted(freed))  # no thread (in the collector's process, a test): freed here, at once
+    idle.hand([_Noted(freed)])  # no thread (in the collector's process, a test): freed here, at once
     assert freed == [threading.current_thread().name]
     later = _FreedLater()
     later.start()
     later.start()  # one thread however often started
-    later.hand(_Noted(freed))
+    later.hand([_Noted(freed)])
     wait_until(lambda: len(freed) == 2, timeout=10)
     assert freed[1] == "promptprism-worker-free"
+    # A worker's collector is off: cyclic garbage is collected by the thread, after what it frees.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cyclic = _Noted(freed)
+        cyclic.itself = cyclic
+        box = [cyclic]
+        del cyclic
+        later.hand(box)
+        del box
+        wait_until(lambda: len(freed) == 3, timeout=10)
+        assert freed[2] == "promptprism-worker-free"
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def test_past_the_queue_bound_exports_are_refused_retryable():
