@@ -180,16 +180,56 @@ cdef inline bytes raw(const unsigned char* data, Field* field):
     return (<const char*>(data + field.start))[:field.stop - field.start]
 
 
-cdef class Keys:
-    """Attribute keys seen at each position: block events repeat the same keys in the same order,
-    so the str (and its cached hash) is reused instead of decoded again."""
+# Attribute values this short are looked up in the export's ``Texts`` before being decoded.
+cdef Py_ssize_t SHORT_TEXT_BYTES = 48
+cdef enum:
+    TEXT_SLOTS = 512  # a power of two
+
+
+cdef class Texts:
+    """Short string values seen in this export, by a hash of their bytes: a block's name, layer,
+    stability and source recur in every request of a template (~80k such values per 512 × 40
+    export), so the str already made for those bytes is reused instead of decoded and freed again.
+    A slot holds the last value that hashed to it: a miss only costs the decode it saves."""
 
     cdef list encoded
     cdef list decoded
 
     def __cinit__(self):
+        self.encoded = [None] * TEXT_SLOTS
+        self.decoded = [None] * TEXT_SLOTS
+
+    cdef str text(self, const unsigned char* data, Field* field):
+        cdef Py_ssize_t size = field.stop - field.start, i
+        cdef uint32_t hash = 2166136261u  # FNV-1a
+        cdef object known
+        cdef str decoded
+        for i in range(size):
+            hash = (hash ^ data[field.start + i]) * 16777619u
+        hash &= TEXT_SLOTS - 1
+        known = self.encoded[hash]
+        if known is not None and len(<bytes>known) == size and memcmp(
+                <const char*><bytes>known, data + field.start, size) == 0:
+            return <str>self.decoded[hash]
+        decoded = text(data, field)
+        self.encoded[hash] = raw(data, field)
+        self.decoded[hash] = decoded
+        return decoded
+
+
+cdef class Keys:
+    """Attribute keys seen at each position: block events repeat the same keys in the same order,
+    so the str (and its cached hash) is reused instead of decoded again. Their values' short
+    strings go through the export's ``texts``."""
+
+    cdef list encoded
+    cdef list decoded
+    cdef Texts texts
+
+    def __cinit__(self, Texts texts=None):
         self.encoded = []
         self.decoded = []
+        self.texts = texts
 
     cdef str key(self, const unsigned char* data, Field* field, Py_ssize_t index):
         cdef bytes known
@@ -209,8 +249,8 @@ cdef class Keys:
         return decoded
 
 
-cdef object any_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t end, int depth):
-    """An AnyValue as ``_parse.decode_value`` returns it."""
+cdef object any_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t end, int depth, Texts texts):
+    """An AnyValue as ``_parse.decode_value`` returns it (a short string through ``texts``, when given)."""
     cdef Field field
     cdef object result = None
     cdef bint nested_seen = False
@@ -219,7 +259,10 @@ cdef object any_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t
         next_field(data, &position, end, &field)
         if field.number == 1:
             expect(&field, LENGTH_DELIMITED)
-            result = value_text(data, &field)
+            if texts is not None and field.stop - field.start <= SHORT_TEXT_BYTES:
+                result = texts.text(data, &field)
+            else:
+                result = value_text(data, &field)
         elif field.number == 3:
             expect(&field, VARINT)
             result = <int64_t>field.value
@@ -257,7 +300,7 @@ cdef list array_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t
         if field.number != 1:
             raise Unusual()
         expect(&field, LENGTH_DELIMITED)
-        values.append(any_value(data, field.start, field.stop, depth))
+        values.append(any_value(data, field.start, field.stop, depth, None))
     return values
 
 
@@ -288,7 +331,7 @@ cdef int key_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t en
             if value_seen:
                 raise Unusual()
             value_seen = True
-            value = any_value(data, field.start, field.stop, depth)
+            value = any_value(data, field.start, field.stop, depth, keys.texts if keys is not None else None)
         else:
             raise Unusual()
     into[key] = value
@@ -413,7 +456,9 @@ cdef class Context:
     cdef Py_ssize_t event_attribute_count  # the last event's
 
     def __cinit__(self):
-        self.span_keys, self.event_keys, self.link_keys, self.other_keys = Keys(), Keys(), Keys(), Keys()
+        cdef Texts texts = Texts()
+        self.span_keys, self.event_keys, self.link_keys = Keys(texts), Keys(texts), Keys(texts)
+        self.other_keys = Keys(texts)
         self.event_names = Keys()
         self.event_attribute_count = 0
 

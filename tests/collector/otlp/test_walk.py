@@ -271,3 +271,30 @@ def test_a_long_non_ascii_value_keeps_the_utf8_bytes_it_was_decoded_from():
     assert kept.encode("utf-8") == encoded
     assert pa.array([kept], pa.string()).buffers()[2].to_pybytes() == encoded
     assert hashlib.sha256(kept.encode()).hexdigest() == hashlib.sha256(encoded).hexdigest()
+
+
+@needs_the_extension
+def test_a_short_value_that_recurs_is_one_str_and_values_that_share_a_slot_stay_apart():
+    """Block names, layers and sources recur in every request: the walk makes one str per export
+    for the same short bytes (``Texts``). Values that land in the same slot are each decoded as
+    themselves, and a long value or one nested in an array is never shared."""
+    from promptprism.wire import names
+
+    payload = ExportTraceServiceRequest.FromString(prompt_export())
+    scope_spans = payload.resource_spans[0].scope_spans[0]
+    scope_spans.spans.extend([scope_spans.spans[0], scope_spans.spans[0]])  # the same request thrice
+    third = scope_spans.spans[2]
+    nested = AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="memory")]))
+    third.attributes.extend([KeyValue(key="nested", value=nested)])
+    # Many distinct short values: with 512 slots, some share one.
+    values = [f"v{number}" for number in range(3000)]
+    third.attributes.extend(KeyValue(key=f"k{n}", value=AnyValue(string_value=value))
+                            for n, value in enumerate(values))
+    first, second, third = traces.compiled_walk(payload.SerializeToString())
+    layers = [event.attributes[names.BLOCK_LAYER] for span in (first, second) for event in span.events]
+    memory = [layer for layer in layers if layer == "memory"]
+    assert len(memory) >= 2 and all(layer is memory[0] for layer in memory)
+    assert first.attributes[names.GEN_AI_REQUEST_MODEL] is second.attributes[names.GEN_AI_REQUEST_MODEL]
+    assert [third.attributes[f"k{n}"] for n in range(len(values))] == values
+    assert third.attributes["nested"] == ["memory"] and third.attributes["nested"][0] is not memory[0]
+    assert outcome(traces.decode_protobuf, payload.SerializeToString()) == outcome(reference, payload.SerializeToString())
