@@ -9,7 +9,7 @@ its default (runtime is lenient).
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..record import RECORD_COLUMNS, Column, RequestRecord
 from ._convention import Convention, content_text, integer, number, string_list, text
@@ -40,37 +40,31 @@ def _pairs(kind: str) -> tuple[tuple[str, str], ...]:
                  if column.attribute and _kind(column) == kind)
 
 
-# (attribute, field) per kind of copy, bound once: this runs for every request span.
-_TEXT, _UNSIGNED, _SIGNED = _pairs("text"), _pairs("unsigned"), _pairs("signed")
-_NUMBER, _LIST, _CONTENT = _pairs("number"), _pairs("list"), _pairs("content")
+def _unsigned(value: object) -> int | None:
+    whole = integer(value)
+    return whole if whole is not None and whole >= 0 else None
+
+
+# Each declared attribute's field and how its value is copied (None: the field keeps its default),
+# bound once: this runs for every request span, over the span's attributes (~15) rather than over
+# every declared one (~40).
+_COPIES: dict[str, tuple[str, Callable[[object], object]]] = {
+    key: (field_name, copy)
+    for kind, copy in (("text", text), ("unsigned", _unsigned), ("signed", integer), ("number", number),
+                       ("list", string_list), ("content", content_text))
+    for key, field_name in _pairs(kind)}
 
 
 def fill(attributes: Mapping[str, object], record: RequestRecord) -> None:
-    get = attributes.get
-    for key, field_name in _TEXT:
-        value = get(key)
-        if value is not None:
-            setattr(record, field_name, text(value))
-    for key, field_name in _UNSIGNED:
-        whole = integer(get(key))
-        if whole is not None and whole >= 0:
-            setattr(record, field_name, whole)
-    for key, field_name in _SIGNED:
-        whole = integer(get(key))
-        if whole is not None:
-            setattr(record, field_name, whole)
-    for key, field_name in _NUMBER:
-        real = number(get(key))
-        if real is not None:
-            setattr(record, field_name, real)
-    for key, field_name in _LIST:
-        value = get(key)
-        if value is not None:
-            setattr(record, field_name, string_list(value))
-    for key, field_name in _CONTENT:
-        value = get(key)
-        if value is not None:
-            setattr(record, field_name, content_text(value))
+    copies = _COPIES
+    for key, value in attributes.items():
+        found = copies.get(key)
+        if found is None or value is None:
+            continue
+        field_name, copy = found
+        copied = copy(value)
+        if copied is not None:
+            setattr(record, field_name, copied)
 
 
 CONVENTION = Convention(
