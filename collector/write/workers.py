@@ -125,13 +125,16 @@ class _FreedLater:
     main thread then holds no GIL). The cyclic collector runs here too, and only here: on its own
     it would also run while the export's objects are still alive, between the conversion and the
     answer, and walk every one of them (a conversion leaves ~1 cyclic object; ~17 young-generation
-    collections per export found that much, for ~8 % of a conversion). Without the thread started
-    (a conversion in the collector's process, a test), what is handed is freed at once, as before."""
+    collections per export found that much, for ~8 % of a conversion); and not while the next
+    export is already converting (``_collect``). Without the thread started (a conversion in the
+    collector's process, a test), what is handed is freed at once, as before."""
 
     def __init__(self):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._collections = 0
+        self._uncollected = 0  # exports freed since the last collection
+        self.converting = 0  # conversions under way in this process (``_converted``)
 
     def start(self) -> None:
         if self._thread is None:
@@ -151,7 +154,13 @@ class _FreedLater:
 
     def _collect(self) -> None:
         # The young generations hold what the export left (~0.1 ms); a full collection walks the
-        # worker's every object (~6–12 ms), so only every FULL_COLLECTION_EVERY exports.
+        # worker's every object (~6–12 ms), so only every FULL_COLLECTION_EVERY exports. When the
+        # next export is already converting (it was queued), its objects are young too and a
+        # collection would walk them all: left for a later export, up to FULL_COLLECTION_EVERY.
+        self._uncollected += 1
+        if self.converting and self._uncollected < FULL_COLLECTION_EVERY:
+            return
+        self._uncollected = 0
         self._collections += 1
         gc.collect(2 if self._collections % FULL_COLLECTION_EVERY == 0 else 1)
 
@@ -214,6 +223,7 @@ def _converted(kind: str, payload: bytes, encoding: str, keep_spans: bool = Fals
     """
     was_enabled = gc.isenabled()
     gc.disable()
+    _LATER.converting += 1
     try:
         return convert(kind, payload, encoding, keep_spans), None
     except MalformedPayload as error:
@@ -221,6 +231,7 @@ def _converted(kind: str, payload: bytes, encoding: str, keep_spans: bool = Fals
     except Exception as error:  # a bug or a value the columns cannot hold: this export only
         return None, (_FAILED, describe_exception(error))
     finally:
+        _LATER.converting -= 1
         if was_enabled:
             gc.enable()
 

@@ -154,9 +154,42 @@ def test_what_is_handed_is_freed_by_the_freeing_thread_or_at_once_without_it():
         del box
         wait_until(lambda: len(freed) == 3, timeout=10)
         assert freed[2] == "promptprism-worker-free"
+        # While the next export is converting, its live objects are young too: no collection then,
+        # until an export is freed with nothing converting.
+        later.converting = 1
+        cyclic = _Noted(freed)
+        cyclic.itself = cyclic
+        box = [cyclic]
+        del cyclic
+        later.hand(box)
+        del box
+        marker: list[str] = []
+        later.hand([_Noted(marker)])  # freed after the first: once it is, the first box was handled
+        wait_until(lambda: marker, timeout=10)
+        assert len(freed) == 3
+        later.converting = 0
+        later.hand([])
+        wait_until(lambda: len(freed) == 4, timeout=10)
+        assert freed[3] == "promptprism-worker-free"
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_a_conversion_is_counted_while_it_runs(monkeypatch):
+    from promptprism.collector.write import workers
+
+    seen = []
+
+    def recording(kind, payload, encoding, *rest):
+        seen.append(workers._LATER.converting)
+        raise ValueError("a bug of ours")
+
+    before = workers._LATER.converting
+    monkeypatch.setattr(workers, "convert", recording)
+    converted, failure = workers._converted(KIND_TRACES, prompt_export(), "protobuf")
+    assert converted is None and failure[0] == workers._FAILED
+    assert seen == [before + 1] and workers._LATER.converting == before
 
 
 def test_past_the_queue_bound_exports_are_refused_retryable():
