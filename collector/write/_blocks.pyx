@@ -133,9 +133,10 @@ cdef inline object make_block(object index, object name, object layer, object st
     cdef PyObject* values[11]
     if not blocks_at_slots:
         return Block(index, name, layer, stability, source, start, end, size, digest, content, redacted)
-    values[0], values[1], values[2], values[3] = <PyObject*>index, <PyObject*>name, <PyObject*>layer, <PyObject*>stability
-    values[4], values[5], values[6], values[7] = <PyObject*>source, <PyObject*>start, <PyObject*>end, <PyObject*>size
-    values[8], values[9], values[10] = <PyObject*>digest, <PyObject*>content, <PyObject*>redacted
+    values[0], values[1], values[2] = <PyObject*>index, <PyObject*>name, <PyObject*>layer
+    values[3], values[4], values[5] = <PyObject*>stability, <PyObject*>source, <PyObject*>start
+    values[6], values[7], values[8] = <PyObject*>end, <PyObject*>size, <PyObject*>digest
+    values[9], values[10] = <PyObject*>content, <PyObject*>redacted
     return promptprism_slotted_new(&BLOCK_LAYOUT, values)
 
 

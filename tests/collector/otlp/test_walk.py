@@ -297,4 +297,5 @@ def test_a_short_value_that_recurs_is_one_str_and_values_that_share_a_slot_stay_
     assert first.attributes[names.GEN_AI_REQUEST_MODEL] is second.attributes[names.GEN_AI_REQUEST_MODEL]
     assert [third.attributes[f"k{n}"] for n in range(len(values))] == values
     assert third.attributes["nested"] == ["memory"] and third.attributes["nested"][0] is not memory[0]
-    assert outcome(traces.decode_protobuf, payload.SerializeToString()) == outcome(reference, payload.SerializeToString())
+    serialized = payload.SerializeToString()
+    assert outcome(traces.decode_protobuf, serialized) == outcome(reference, serialized)
