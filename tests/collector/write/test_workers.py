@@ -127,6 +127,13 @@ class _Noted:
         self.freed.append(threading.current_thread().name)
 
 
+def _hand_a_cycle(freeing, freed: list) -> None:
+    """Hand ``freeing`` an object that refers to itself: only a collection frees it."""
+    cyclic = _Noted(freed)
+    cyclic.itself = cyclic
+    freeing.hand([cyclic])
+
+
 def test_what_is_handed_is_freed_by_the_freeing_thread_or_at_once_without_it():
     import gc
 
@@ -146,23 +153,13 @@ def test_what_is_handed_is_freed_by_the_freeing_thread_or_at_once_without_it():
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        cyclic = _Noted(freed)
-        cyclic.itself = cyclic
-        box = [cyclic]
-        del cyclic
-        later.hand(box)
-        del box
+        _hand_a_cycle(later, freed)
         wait_until(lambda: len(freed) == 3, timeout=10)
         assert freed[2] == "promptprism-worker-free"
         # While the next export is converting, its live objects are young too: no collection then,
         # until an export is freed with nothing converting.
         later.converting = 1
-        cyclic = _Noted(freed)
-        cyclic.itself = cyclic
-        box = [cyclic]
-        del cyclic
-        later.hand(box)
-        del box
+        _hand_a_cycle(later, freed)
         marker: list[str] = []
         later.hand([_Noted(marker)])  # freed after the first: once it is, the first box was handled
         wait_until(lambda: marker, timeout=10)
