@@ -23,6 +23,9 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
+
+cdef extern from "Python.h":
     # A dict made with room for ``minused`` items: an event's attributes, presized to the
     # previous event's count, are not resized while filled. CPython's own (not the limited
     # API); Cython's generated code makes its dict literals with it too.
@@ -184,20 +187,55 @@ cdef inline bytes raw(const unsigned char* data, Field* field):
 cdef Py_ssize_t SHORT_TEXT_BYTES = 48
 cdef enum:
     TEXT_SLOTS = 512  # a power of two
+    LONG_TEXT_SLOTS = 1024  # a power of two
 
 
 cdef class Texts:
-    """Short string values seen in this export, by a hash of their bytes: a block's name, layer,
+    """String values seen in this export. Short ones by a hash of their bytes: a block's name, layer,
     stability and source recur in every request of a template (~80k such values per 512 × 40
     export), so the str already made for those bytes is reused instead of decoded and freed again.
+    Long ones (``KEEP_UTF8_BYTES`` and more: block content, messages) by a hash of their bytes read
+    8 at a time (~0.2 µs per KiB), confirmed by comparing them with the UTF-8 form the str keeps:
+    a static block's text recurs in every request of the export, and reusing its str saves the
+    decode, the copy of its UTF-8 form, the freeing, and the hash check of its block
+    (``_blocks``: a str verified against a digest once is not hashed again).
     A slot holds the last value that hashed to it: a miss only costs the decode it saves."""
 
     cdef list encoded
     cdef list decoded
+    cdef list long_decoded
 
     def __cinit__(self):
         self.encoded = [None] * TEXT_SLOTS
         self.decoded = [None] * TEXT_SLOTS
+        self.long_decoded = [None] * LONG_TEXT_SLOTS
+
+    cdef str long_text(self, const unsigned char* data, Field* field):
+        cdef Py_ssize_t size = field.stop - field.start, i
+        cdef const unsigned char* start = data + field.start
+        cdef uint64_t hash = <uint64_t>size * 0x9E3779B97F4A7C15u, word
+        cdef object known
+        cdef const char* utf8
+        cdef Py_ssize_t known_size
+        cdef str decoded
+        for i in range(0, size - 8, 8):
+            memcpy(&word, start + i, 8)
+            hash = (hash ^ word) * 0xFF51AFD7ED558CCDu
+            hash ^= hash >> 29
+        memcpy(&word, start + size - 8, 8)
+        hash = (hash ^ word) * 0xC4CEB9FE1A85EC53u  # then MurmurHash3's finalizer
+        hash ^= hash >> 33
+        hash *= 0xFF51AFD7ED558CCDu
+        hash ^= hash >> 33
+        hash &= LONG_TEXT_SLOTS - 1
+        known = self.long_decoded[hash]
+        if known is not None:
+            utf8 = PyUnicode_AsUTF8AndSize(known, &known_size)  # ASCII: its data; else the kept form
+            if known_size == size and memcmp(utf8, start, size) == 0:
+                return <str>known
+        decoded = value_text(data, field)
+        self.long_decoded[hash] = decoded
+        return decoded
 
     cdef str text(self, const unsigned char* data, Field* field):
         cdef Py_ssize_t size = field.stop - field.start, i
@@ -261,6 +299,8 @@ cdef object any_value(const unsigned char* data, Py_ssize_t position, Py_ssize_t
             expect(&field, LENGTH_DELIMITED)
             if texts is not None and field.stop - field.start <= SHORT_TEXT_BYTES:
                 result = texts.text(data, &field)
+            elif texts is not None and field.stop - field.start >= KEEP_UTF8_BYTES:
+                result = texts.long_text(data, &field)
             else:
                 result = value_text(data, &field)
         elif field.number == 3:

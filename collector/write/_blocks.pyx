@@ -81,6 +81,24 @@ cdef Py_ssize_t SHA256_HEX_LENGTH = 64
 
 cdef object sha256 = hashlib.sha256
 
+# Block text already hashed in this export: id(str) → (the str, its UTF-8 size, the digest it
+# matched). The walk hands out one str for a text that recurs in an export (a static block in
+# every request: ``_walk.Texts``), so its digest is checked once, not in every request. The str
+# is held here, so its id cannot be another's while the entry lives; ``forget_verified`` (at
+# the start of each export's reassembly) lets them go. A str is immutable: the same str with
+# the same size and digest would hash the same again.
+cdef dict verified = {}
+
+
+def forget_verified():
+    """Let go of the block text hashed so far (``verified``); called once per export."""
+    verified.clear()
+
+
+def verified_count():
+    """How many texts ``verified`` holds (for tests)."""
+    return len(verified)
+
 
 class _Fallback(Exception):
     """A value this pass leaves to the pure-Python definition."""
@@ -271,7 +289,7 @@ cdef str _check_content(list blocks, dict attributes):
     whole = sha256()
     update = whole.update
     cdef bint complete = True
-    cdef object block, content, encoded
+    cdef object block, content, encoded, size, digest, known
     cdef const char* utf8
     cdef Py_ssize_t length
     for block in blocks:
@@ -286,11 +304,15 @@ cdef str _check_content(list blocks, dict attributes):
         except UnicodeEncodeError:  # lone surrogate: half a character
             return UTF8_BOUNDARY
         encoded = PyMemoryView_FromMemory(<char*>utf8, length, PyBUF_READ)
-        if (length != block_field(block, BLOCK_SIZE, "size")
-                or sha256(encoded).hexdigest() != block_field(block, BLOCK_SHA256, "sha256")):
-            if (<str>content).startswith(REPLACEMENT_CHARACTER) or (<str>content).endswith(REPLACEMENT_CHARACTER):
-                return UTF8_BOUNDARY
-            return HASH_MISMATCH
+        size, digest = block_field(block, BLOCK_SIZE, "size"), block_field(block, BLOCK_SHA256, "sha256")
+        known = verified.get(id(content))
+        if known is None or (<tuple>known)[0] is not content or (<tuple>known)[1] != size \
+                or (<tuple>known)[2] != digest:
+            if length != size or sha256(encoded).hexdigest() != digest:
+                if (<str>content).startswith(REPLACEMENT_CHARACTER) or (<str>content).endswith(REPLACEMENT_CHARACTER):
+                    return UTF8_BOUNDARY
+                return HASH_MISMATCH
+            verified[id(content)] = (content, size, digest)
         update(encoded)
     prompt_sha256 = attributes.get(PROMPT_SHA256)
     if complete and blocks and isinstance(prompt_sha256, str) and prompt_sha256:

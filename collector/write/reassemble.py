@@ -30,9 +30,13 @@ from ..record import Block, RequestRecord, ToolDefinition
 from .duplicates import merge_duplicates
 
 try:  # reassembly's per-block checks, compiled (setup.py builds it beside the OTLP walk)
+    from ._blocks import forget_verified as _forget_verified
     from ._blocks import validate_blocks as _compiled_validate_blocks
 except ImportError:  # pure Python: the same answers, slower (README, "Ingest throughput")
     _compiled_validate_blocks = None
+
+    def _forget_verified() -> None:
+        pass
 
 SHA256_HEX_LENGTH = 64
 # `text.strip(_HEX_DIGITS)` is empty exactly when every character is a
@@ -54,10 +58,13 @@ def reassemble(spans: Iterable[DecodedSpan]) -> tuple[list[RequestRecord], dict[
     spans = spans if isinstance(spans, list) else list(spans)
     records: list[RequestRecord] = []
     unmapped: dict[str, int] = {}
-    for span in spans:
-        record = build_record(span)
-        if record is not None:
-            records.append(record)
+    try:
+        for span in spans:
+            record = build_record(span)
+            if record is not None:
+                records.append(record)
+    finally:
+        _forget_verified()  # the block text whose digest was checked once in this export (_blocks)
     records = merge_duplicates(records, spans)
     for record in records:
         if not record.mapped:

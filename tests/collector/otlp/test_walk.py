@@ -277,7 +277,7 @@ def test_a_long_non_ascii_value_keeps_the_utf8_bytes_it_was_decoded_from():
 def test_a_short_value_that_recurs_is_one_str_and_values_that_share_a_slot_stay_apart():
     """Block names, layers and sources recur in every request: the walk makes one str per export
     for the same short bytes (``Texts``). Values that land in the same slot are each decoded as
-    themselves, and a long value or one nested in an array is never shared."""
+    themselves, and one nested in an array is never shared."""
     from promptprism.wire import names
 
     payload = ExportTraceServiceRequest.FromString(prompt_export())
@@ -298,4 +298,42 @@ def test_a_short_value_that_recurs_is_one_str_and_values_that_share_a_slot_stay_
     assert [third.attributes[f"k{n}"] for n in range(len(values))] == values
     assert third.attributes["nested"] == ["memory"] and third.attributes["nested"][0] is not memory[0]
     serialized = payload.SerializeToString()
+    assert outcome(traces.decode_protobuf, serialized) == outcome(reference, serialized)
+
+
+@needs_the_extension
+def test_a_long_value_that_recurs_is_one_str_and_long_values_that_differ_stay_apart():
+    """A static block's text recurs in every request of an export: the walk makes one str for the
+    same long bytes (``Texts.long_text``), which keeps its UTF-8 form. Long values that differ in
+    one byte, or that land in the same slot (2,000 of them in 1,024 slots), are each decoded as
+    themselves; one nested in an array is never shared."""
+    static = "Émile aime le thé — 🍵. " * 40
+    ascii_text = "You are a careful assistant. " * 20
+    # Same length, one digit apart in the middle: only the bytes tell them apart.
+    near = [f"{'a' * 150}{number:04d}{'b' * 150}" for number in range(2000)]
+    spans = []
+    for number in range(3):
+        attributes = [KeyValue(key="static", value=AnyValue(string_value=static)),
+                      KeyValue(key="ascii", value=AnyValue(string_value=ascii_text))]
+        if number == 2:
+            attributes += [KeyValue(key=f"near{n}", value=AnyValue(string_value=value)) for n, value in enumerate(near)]
+            attributes.append(KeyValue(key="nested", value=AnyValue(array_value=ArrayValue(
+                values=[AnyValue(string_value=static)]))))
+        spans.append(Span(trace_id=b"\x01" * 16, span_id=bytes([1 + number]) * 8, name="chat", start_time_unix_nano=1,
+                          end_time_unix_nano=2, attributes=attributes,
+                          events=[Span.Event(name=names.EVENT_PROMPT_BLOCK, attributes=[
+                              KeyValue(key=names.BLOCK_CONTENT, value=AnyValue(string_value=static))])]))
+    payload = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
+    serialized = payload.SerializeToString()
+    first, second, third = traces.compiled_walk(serialized)
+    # (The third span's event comes after its 2,000 values, which may have taken the slot.)
+    statics = [span.attributes["static"] for span in (first, second, third)]
+    statics += [span.events[0].attributes[names.BLOCK_CONTENT] for span in (first, second)]
+    assert statics[0] == static and all(value is statics[0] for value in statics)
+    assert third.events[0].attributes[names.BLOCK_CONTENT] == static
+    assert first.attributes["ascii"] == ascii_text and first.attributes["ascii"] is third.attributes["ascii"]
+    assert [third.attributes[f"near{n}"] for n in range(len(near))] == near
+    assert third.attributes["nested"] == [static] and third.attributes["nested"][0] is not statics[0]
+    if (3, 11) <= sys.version_info[:2] <= (3, 13):  # the shared str still carries its UTF-8 form
+        assert sys.getsizeof(statics[0]) == sys.getsizeof("".join(list(static))) + len(static.encode()) + 1
     assert outcome(traces.decode_protobuf, serialized) == outcome(reference, serialized)

@@ -19,10 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from promptprism.collector.otlp import traces
 from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.write import reassemble
 from promptprism.wire import names
 from support import IN_CI
+
+from ..collector_harness import prompt_export
 
 COMPILED = reassemble._compiled_validate_blocks
 needs_the_extension = pytest.mark.skipif(
@@ -128,6 +131,8 @@ def test_the_compiled_checks_answer_as_the_definition(case):
     answer = COMPILED(attributes, events, dropped)
     if answer is not None:  # None: handed back, the definition answers
         assert repr(answer) == repr(expected)
+    # Again, now that the texts that matched their digests are remembered as checked (and those of
+    # earlier examples: short strs are often the same object): the same answer.
     assert repr(reassemble.validate_blocks(attributes, events, dropped)) == repr(expected)
 
 
@@ -146,3 +151,41 @@ def test_a_valid_map_is_answered_by_the_compiled_pass():
     assert reason == "" and [(b.index, b.content, b.size) for b in blocks] == [(0, text, len(data))]
     attributes[names.PROMPT_SHA256] = "0" * 64
     assert COMPILED(attributes, [event], 0) == ([], names.UNMAPPED_HASH_MISMATCH)
+
+
+@needs_the_extension
+def test_a_text_checked_once_is_trusted_again_only_with_the_same_size_and_digest():
+    """A static block's text recurs in every request of an export as one str (the walk's
+    ``Texts``): its digest is checked once (``_blocks.verified``), not in every request. The same
+    str declared with another digest or size is checked again and fails, and reassembly lets go
+    of what it remembered when the export is done."""
+    from promptprism.collector.write import _blocks
+
+    text = "Émile aime le thé. " * 30
+    data = text.encode("utf-8")
+
+    def block_map(digest: str, size: int):
+        event = SpanEvent(0, names.EVENT_PROMPT_BLOCK, {
+            names.BLOCK_INDEX: 0, names.BLOCK_NAME: "b", names.BLOCK_LAYER: "identity",
+            names.BLOCK_STABILITY: "static", names.BLOCK_SOURCE: "template:t", names.BLOCK_START: 0,
+            names.BLOCK_END: size, names.BLOCK_SIZE: size, names.BLOCK_SHA256: digest, names.BLOCK_CONTENT: text})
+        return {names.PROMPT_BYTES: size, names.PROMPT_BLOCK_COUNT: 1}, [event], 0
+
+    right = hashlib.sha256(data).hexdigest()
+    wrong = hashlib.sha256(data + b"!").hexdigest()
+    _blocks.forget_verified()
+    assert _blocks.verified_count() == 0
+    blocks, reason = COMPILED(*block_map(right, len(data)))
+    assert reason == "" and blocks[0].content is text
+    assert _blocks.verified_count() == 1
+    for digest, size in ((right, len(data)), (wrong, len(data)), (right, len(data) + 1), (right, len(data) - 1)):
+        case = block_map(digest, size)
+        expected = reassemble.validate_blocks_python(*case)
+        assert repr(COMPILED(*case)) == repr(expected)
+        assert (expected[1] == "") == (digest == right and size == len(data))
+    assert _blocks.verified_count() == 1  # only the text with the digest it matched
+
+    spans = traces.decode_protobuf(prompt_export()).spans
+    records, _ = reassemble.reassemble(spans)
+    assert records and all(record.mapped for record in records)
+    assert _blocks.verified_count() == 0
