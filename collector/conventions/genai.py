@@ -84,12 +84,15 @@ def fill(attributes: Mapping[str, object], record: RequestRecord) -> None:
         record.finish_reasons = [get(STOP_REASON)]
     if not record.conversation_id:
         record.conversation_id = _conversation(attributes)
+    # The flattened forms, read from the attributes that have their prefixes: one pass over the
+    # span's attributes instead of one per form (most spans have none).
+    flattened = {key: attributes[key] for key in attributes if key.startswith(FLATTENED_CONTENT_PREFIXES)}
     if names.GEN_AI_TOOL_DEFINITIONS in attributes:
         record.tools = tool_definitions(definition_list(get(names.GEN_AI_TOOL_DEFINITIONS)))
     else:
-        record.tools = tool_definitions(flattened_functions(attributes, FUNCTIONS_PREFIX))
-    if not record.input_messages or not record.output_messages:
-        inputs, outputs = legacy_messages(attributes)
+        record.tools = tool_definitions(flattened_functions(flattened, FUNCTIONS_PREFIX)) if flattened else []
+    if flattened and (not record.input_messages or not record.output_messages):
+        inputs, outputs = legacy_messages(flattened)
         record.input_messages = record.input_messages or (json_text(inputs) if inputs else "")
         record.output_messages = record.output_messages or (json_text(outputs) if outputs else "")
         if not record.finish_reasons:
