@@ -160,3 +160,124 @@ def test_the_collector_process_keeps_its_memory_in_every_thread():
     # ~2,300 by default here (glibc trims each thread's heap as the blocks go), none when kept.
     assert found["default"] > 1_000 and found["kept"] < found["default"] // 4, found
     assert 0 < found["arenas"] <= 16 << 20, found
+
+
+ARENAS = """
+    import ctypes, json, os, sys, tempfile, threading
+    from promptprism.collector import app
+
+    def arena_count():  # from glibc's malloc_info: one <heap> per arena
+        libc = ctypes.CDLL(None)
+        libc.fopen.restype = ctypes.c_void_p
+        libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        libc.fclose.argtypes = [ctypes.c_void_p]
+        libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        handle, path = tempfile.mkstemp()
+        os.close(handle)
+        stream = libc.fopen(path.encode(), b"w")
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        with open(path) as info:
+            count = info.read().count("<heap nr=")
+        os.unlink(path)
+        return count
+
+    if sys.argv[1] == "tuned":
+        app.tune_process()  # as the CLI does, before the servers start their threads
+    before = arena_count()
+
+    def export_sized():
+        payload = bytes(20 << 20)
+        tables = [bytearray(3 << 20) for _ in range(3)]
+        del payload, tables
+
+    threads = [threading.Thread(target=export_sized) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({"before": before, "after": arena_count()}))
+"""
+
+
+@needs_build
+def test_the_collector_process_threads_share_glibcs_heap():
+    """With ``tune_process`` the threads the servers start later allocate from the arenas glibc
+    has (the main heap, whose top ``keep_freed_memory`` keeps) instead of one of their own each,
+    which hands a ~20 MB block back as soon as it is freed; without it, each thread gets its own."""
+    found = {}
+    for mode in ("default", "tuned"):
+        run = subprocess.run([sys.executable, "-c", textwrap.dedent(ARENAS), mode], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        found[mode] = json.loads(run.stdout.splitlines()[-1])
+    assert found["default"]["after"] > found["default"]["before"], found
+    assert found["tuned"]["after"] == found["tuned"]["before"], found
+
+
+@needs_build
+def test_an_ingest_worker_makes_no_arena_per_thread():
+    """A worker's threads (its freeing thread) allocate from the heap its conversions use
+    (``workers._start_worker``): threads started in a worker make no arena of their own."""
+    from promptprism.collector.write import workers
+
+    pool = workers.ConversionPool(1)
+    try:
+        pool.convert("traces", prompt_export(), "protobuf")
+        before, after = pool._current().submit(_arenas_around_threads).result(timeout=60)
+    finally:
+        pool.close()
+    assert after == before, (before, after)
+    # …where a process with glibc's defaults makes some (the check can tell).
+    assert _arenas_around_threads_in_a_fresh_process() > 0
+
+
+def _arenas_around_threads() -> tuple[int, int]:
+    """Arenas before and after four threads each allocate and free ~29 MB."""
+    import threading
+
+    def export_sized():
+        payload = bytes(20 << 20)
+        tables = [bytearray(3 << 20) for _ in range(3)]
+        del payload, tables
+
+    before = _arena_count()
+    threads = [threading.Thread(target=export_sized) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return before, _arena_count()
+
+
+def _arenas_around_threads_in_a_fresh_process() -> int:
+    """Arenas the same threads add in a process with glibc's defaults."""
+    script = ARENAS  # the collector's check, untuned
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(script), "default"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.splitlines()[-1])
+    return found["after"] - found["before"]
+
+
+def _arena_count() -> int:
+    """In a worker: how many arenas glibc has (its threads included), from ``malloc_info``."""
+    import ctypes
+    import os
+    import tempfile
+
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    handle, path = tempfile.mkstemp()
+    os.close(handle)
+    try:
+        stream = libc.fopen(path.encode(), b"w")
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        with open(path) as info:
+            return info.read().count("<heap nr=")
+    finally:
+        os.unlink(path)
