@@ -38,17 +38,11 @@ cdef extern from *:
         int mapped = mallopt(M_MMAP_THRESHOLD, mmap_bytes);
         return trimmed && mapped;
     }
-    /* Every thread's allocations from glibc's main heap (arenas created before stay in use). */
-    static int promptprism_one_arena(void) {
-        return mallopt(M_ARENA_MAX, 1);
-    }
     #else
     static int promptprism_keep_heap(int bytes, int mmap_bytes) { (void)bytes; (void)mmap_bytes; return 0; }
-    static int promptprism_one_arena(void) { return 0; }
     #endif
     """
     int promptprism_keep_heap(int bytes, int mmap_bytes) nogil
-    int promptprism_one_arena() nogil
 
 cdef enum:
     CACHE_SLOTS = 1024
@@ -112,16 +106,6 @@ def keep_freed_memory(Py_ssize_t arena_bytes, int heap_bytes):
     if heap_bytes <= 0:
         return False
     return bool(promptprism_keep_heap(heap_bytes, min(heap_bytes, 32 << 20)))
-
-
-def one_malloc_arena():
-    """glibc serves the threads created from now on from the arenas that exist (one, the main
-    heap, when called before the process starts its threads) instead of one arena of their own
-    each: a large block freed by one thread is there for the next export whichever thread asks,
-    and the heap's top is kept (``keep_freed_memory``) — a thread's own arena is a mapping of at
-    most 64 MiB, which a ~20 MB payload or table often does not fit, and then gets a mapping of
-    its own, given back when freed. Returns whether glibc took it (False elsewhere)."""
-    return bool(promptprism_one_arena())
 
 
 def kept_bytes():

@@ -102,11 +102,6 @@ def keep_collector_memory() -> None:
     """In the collector's process (``app.tune_process``): freed memory kept for the next export."""
     if _keep_freed_memory is not None:
         _keep_freed_memory(COLLECTOR_KEPT_ARENA_BYTES, COLLECTOR_KEPT_HEAP_BYTES)
-        # Before the servers start their threads: all of them on the heap kept above. Measured
-        # (scratch, 16 exports sent to an in-process collector, three alternating pairs): the
-        # collector's CPU 64/81/77 against 97/118/91 ms an export, wall 128/144/146 against
-        # 137/158/150 (README "Ingest throughput").
-        _one_malloc_arena()
 
 
 def _start_worker() -> None:
@@ -115,7 +110,6 @@ def _start_worker() -> None:
     gc.disable()
     if _keep_freed_memory is not None:
         _keep_freed_memory(WORKER_KEPT_ARENA_BYTES, WORKER_KEPT_HEAP_BYTES)
-        _one_malloc_arena()  # its freeing thread's frees on the main heap too (keep_collector_memory)
     _exit_with_the_collector()
     _LATER.start()
 
@@ -177,9 +171,8 @@ FULL_COLLECTION_EVERY = 64
 
 try:  # a conversion's freed memory kept for the next one, not faulted in again (README "Ingest throughput")
     from ._memory import keep_freed_memory as _keep_freed_memory
-    from ._memory import one_malloc_arena as _one_malloc_arena
 except ImportError:  # not built: the allocators' defaults
-    _keep_freed_memory = _one_malloc_arena = None
+    _keep_freed_memory = None
 
 
 def _exit_with_the_collector() -> None:
