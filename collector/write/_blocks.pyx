@@ -84,9 +84,10 @@ cdef object sha256 = hashlib.sha256
 # Block text already hashed in this export: id(str) → (the str, its UTF-8 size, the digest it
 # matched). The walk hands out one str for a text that recurs in an export (a static block in
 # every request: ``_walk.Texts``), so its digest is checked once, not in every request. The str
-# is held here, so its id cannot be another's while the entry lives; ``forget_verified`` (at
-# the start of each export's reassembly) lets them go. A str is immutable: the same str with
-# the same size and digest would hash the same again.
+# is held here, so its id cannot be another's while the entry lives; ``forget_verified`` (when
+# each export's reassembly is done) lets them go. A str is immutable: the same str with the same
+# size and digest would hash the same again. Conversions in several threads of one process
+# (``ingest_workers = 0``) share it: one clearing it only costs the others a hash again.
 cdef dict verified = {}
 
 
