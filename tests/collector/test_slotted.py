@@ -170,9 +170,13 @@ def test_every_reference_is_counted():
     # Objects of this test's own (small ints and interned names are shared with everything else).
     values = [event.attributes[key] for event in events
               for key in (names.BLOCK_NAME, names.BLOCK_SHA256, names.BLOCK_CONTENT)]
+    _blocks.forget_verified()  # what earlier checks in this process remembered
     before = [sys.getrefcount(value) for value in values]
     blocks, reason = _blocks.validate_blocks(attributes, events, 0)
     assert reason == ""
+    # The export's checked texts and their digests are held until its reassembly is done.
+    assert _blocks.verified_count() == len(texts)
+    _blocks.forget_verified()
     held = [sys.getrefcount(value) for value in values]
     assert [after - first for first, after in zip(before, held)] == [1] * len(values)
     columns = rows.block_columns(blocks)  # read at the slots
