@@ -89,6 +89,7 @@ cdef object sha256 = hashlib.sha256
 # size and digest would hash the same again. Conversions in several threads of one process
 # (``ingest_workers = 0``) share it: one clearing it only costs the others a hash again.
 cdef dict verified = {}
+cdef Py_ssize_t hashed = 0  # block texts hashed in this process (for tests: ``hashed_count``)
 
 
 def forget_verified():
@@ -99,6 +100,11 @@ def forget_verified():
 def verified_count():
     """How many texts ``verified`` holds (for tests)."""
     return len(verified)
+
+
+def hashed_count():
+    """How many block texts the checks have hashed in this process (for tests)."""
+    return hashed
 
 
 class _Fallback(Exception):
@@ -287,6 +293,7 @@ cdef inline object block_field(object block, Py_ssize_t field, str name):
 
 cdef str _check_content(list blocks, dict attributes):
     """Hash and UTF-8 checks of captured content; redacted content is skipped (reassemble._check_content)."""
+    global hashed
     whole = sha256()
     update = whole.update
     cdef bint complete = True
@@ -309,6 +316,8 @@ cdef str _check_content(list blocks, dict attributes):
         known = verified.get(id(content))
         if known is None or (<tuple>known)[0] is not content or (<tuple>known)[1] != size \
                 or (<tuple>known)[2] != digest:
+            if length == size:
+                hashed += 1
             if length != size or sha256(encoded).hexdigest() != digest:
                 if (<str>content).startswith(REPLACEMENT_CHARACTER) or (<str>content).endswith(REPLACEMENT_CHARACTER):
                     return UTF8_BOUNDARY

@@ -181,8 +181,11 @@ def test_a_text_checked_once_is_trusted_again_only_with_the_same_size_and_digest
     for digest, size in ((right, len(data)), (wrong, len(data)), (right, len(data) + 1), (right, len(data) - 1)):
         case = block_map(digest, size)
         expected = reassemble.validate_blocks_python(*case)
+        hashed = _blocks.hashed_count()
         assert repr(COMPILED(*case)) == repr(expected)
         assert (expected[1] == "") == (digest == right and size == len(data))
+        # Hashed again only when its digest was not the one it matched (a wrong size fails first).
+        assert _blocks.hashed_count() - hashed == (1 if digest == wrong else 0)
     assert _blocks.verified_count() == 1  # only the text with the digest it matched
 
     spans = traces.decode_protobuf(prompt_export()).spans
