@@ -192,3 +192,54 @@ def test_a_text_checked_once_is_trusted_again_only_with_the_same_size_and_digest
     records, _ = reassemble.reassemble(spans)
     assert records and all(record.mapped for record in records)
     assert _blocks.verified_count() == 0
+
+
+@needs_the_extension
+def test_requests_sharing_their_first_blocks_hash_only_what_follows_for_the_whole_prompt():
+    """The whole prompt's digest is checked from the state after the longest prefix of block texts
+    seen before in the export (``_blocks.prefixes``): a request whose first blocks are another's
+    hashes only the rest, and a wrong whole-prompt digest after a shared prefix is still found."""
+    from promptprism.collector.write import _blocks
+
+    static, session = "Tu es Émile. " * 40, "Session: thé. " * 20
+    turns = ["Bonjour ?", "Au revoir !"]
+
+    def block_map(texts: list[str], prompt_sha256: str | None = None):
+        events, position, whole = [], 0, hashlib.sha256()
+        for index, text in enumerate(texts):
+            data = text.encode("utf-8")
+            whole.update(data)
+            events.append(SpanEvent(0, names.EVENT_PROMPT_BLOCK, {
+                names.BLOCK_INDEX: index, names.BLOCK_NAME: f"b{index}", names.BLOCK_LAYER: "identity",
+                names.BLOCK_STABILITY: "static", names.BLOCK_SOURCE: "template:t", names.BLOCK_START: position,
+                names.BLOCK_END: position + len(data), names.BLOCK_SIZE: len(data),
+                names.BLOCK_SHA256: hashlib.sha256(data).hexdigest(), names.BLOCK_CONTENT: text}))
+            position += len(data)
+        return {names.PROMPT_BYTES: position, names.PROMPT_BLOCK_COUNT: len(texts),
+                names.PROMPT_SHA256: prompt_sha256 or whole.hexdigest()}, events, 0
+
+    _blocks.forget_verified()
+    before = _blocks.whole_hashed_bytes()
+    assert COMPILED(*block_map([static, session, turns[0]]))[1] == ""
+    first = _blocks.whole_hashed_bytes() - before
+    assert first == len((static + session + turns[0]).encode("utf-8"))
+    for prompt_sha256, reason in ((None, ""), ("0" * 64, names.UNMAPPED_HASH_MISMATCH)):
+        case = block_map([static, session, turns[1]], prompt_sha256)
+        before = _blocks.whole_hashed_bytes()
+        assert repr(COMPILED(*case)) == repr(reassemble.validate_blocks_python(*case))
+        assert COMPILED(*case)[1] == reason
+        # Only the turn's block the first time; nothing at all the second (the whole prefix was seen).
+        assert _blocks.whole_hashed_bytes() - before == (len(turns[1].encode("utf-8")) if prompt_sha256 is None else 0)
+    # The same texts in another order are another prompt: hashed from its first block that differs.
+    before = _blocks.whole_hashed_bytes()
+    assert COMPILED(*block_map([session, static, turns[0]]))[1] == ""
+    assert _blocks.whole_hashed_bytes() - before == len((session + static + turns[0]).encode("utf-8"))
+    # A prompt that is a prefix of one seen before: no hashing, and still its own digest.
+    before = _blocks.whole_hashed_bytes()
+    assert COMPILED(*block_map([static, session]))[1] == ""
+    assert COMPILED(*block_map([static, session], hashlib.sha256(static.encode()).hexdigest()))[1] == (
+        names.UNMAPPED_HASH_MISMATCH)
+    assert _blocks.whole_hashed_bytes() == before
+    _blocks.forget_verified()  # what reassembly does when an export is done: hashed again after
+    assert COMPILED(*block_map([static, session]))[1] == ""
+    assert _blocks.whole_hashed_bytes() - before == len((static + session).encode("utf-8"))
