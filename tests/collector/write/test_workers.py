@@ -269,3 +269,34 @@ def test_the_shared_memory_an_export_crossed_in_is_reused_then_unlinked_when_the
     finally:
         pool.close()
     assert not any(os.path.exists(f"/dev/shm/{name}") for name in names)
+
+
+@pytest.mark.skipif(not HAS_PROC or not os.path.isdir("/dev/shm"),
+                    reason="a worker's mappings are read from /proc, shared memory listed in /dev/shm (Linux)")
+def test_a_worker_maps_a_slot_once_and_lets_go_of_one_the_collector_replaced():
+    """A worker keeps the slot it converted in mapped for the next export (its pages stay faulted in),
+    and when a larger export makes the collector replace the slot, the worker unmaps the old one."""
+    pool = ConversionPool(1)
+    payload = prompt_export()
+
+    def mappings(pid: int, name: str) -> int:
+        with open(f"/proc/{pid}/maps") as maps:
+            return sum(name in line for line in maps)
+
+    try:
+        for _ in range(3):
+            pool.convert(KIND_TRACES, payload, "protobuf")
+        (worker,) = pool.worker_pids()
+        (slot,) = pool._slots._all
+        assert mappings(worker, slot.name) == 1  # mapped once, still mapped between exports
+        big = _big_export(spans=150)
+        assert len(big) > slot.size
+        _assert_same(pool.convert(KIND_TRACES, big, "protobuf"), convert(KIND_TRACES, big, "protobuf"))
+        (larger,) = pool._slots._all
+        assert larger.name != slot.name and pool.worker_pids() == [worker]
+        assert mappings(worker, larger.name) == 1
+        assert mappings(worker, slot.name) == 0  # unlinked by the collector, unmapped by the worker
+        _assert_same(pool.convert(KIND_TRACES, payload, "protobuf"), convert(KIND_TRACES, payload, "protobuf"))
+        assert mappings(worker, larger.name) == 1
+    finally:
+        pool.close()
