@@ -26,6 +26,7 @@ from promptprism.wire import names
 from support import IN_CI
 
 from ..collector_harness import prompt_export
+from ..test_slotted import block_map as slotted_block_map
 
 COMPILED = reassemble._compiled_validate_blocks
 needs_the_extension = pytest.mark.skipif(
@@ -205,18 +206,10 @@ def test_requests_sharing_their_first_blocks_hash_only_what_follows_for_the_whol
     turns = ["Bonjour ?", "Au revoir !"]
 
     def block_map(texts: list[str], prompt_sha256: str | None = None):
-        events, position, whole = [], 0, hashlib.sha256()
-        for index, text in enumerate(texts):
-            data = text.encode("utf-8")
-            whole.update(data)
-            events.append(SpanEvent(0, names.EVENT_PROMPT_BLOCK, {
-                names.BLOCK_INDEX: index, names.BLOCK_NAME: f"b{index}", names.BLOCK_LAYER: "identity",
-                names.BLOCK_STABILITY: "static", names.BLOCK_SOURCE: "template:t", names.BLOCK_START: position,
-                names.BLOCK_END: position + len(data), names.BLOCK_SIZE: len(data),
-                names.BLOCK_SHA256: hashlib.sha256(data).hexdigest(), names.BLOCK_CONTENT: text}))
-            position += len(data)
-        return {names.PROMPT_BYTES: position, names.PROMPT_BLOCK_COUNT: len(texts),
-                names.PROMPT_SHA256: prompt_sha256 or whole.hexdigest()}, events, 0
+        attributes, events = slotted_block_map(texts)
+        if prompt_sha256 is not None:
+            attributes[names.PROMPT_SHA256] = prompt_sha256
+        return attributes, events, 0
 
     _blocks.forget_verified()
     before = _blocks.whole_hashed_bytes()
