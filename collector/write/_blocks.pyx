@@ -95,8 +95,11 @@ cdef Py_ssize_t hashed = 0  # block texts hashed in this process (for tests: ``h
 # texts. Requests of an export usually share their first blocks (the static system prompt, the
 # session's): their whole-prompt digest hashes only what follows the longest prefix seen before
 # in the export, where hashing every prompt whole was ~7 % of a conversion (10 MB per 512-span
-# export of benchmarks/ingest.py). A node's state is never updated in place (a copy is extended),
-# so a prefix's state stays what its texts hashed to. Let go of with ``verified``.
+# export of benchmarks/ingest.py). Only prefixes of texts that recur in the export are kept (a
+# text checked before: ``verified``), so a prompt of texts of its own costs no copies (keeping
+# every prefix doubled the checks' time on an export of unique texts). A node's state is never
+# updated in place (a copy is extended), so a prefix's state stays what its texts hashed to. Let
+# go of with ``verified``.
 cdef dict prefixes = {}  # id(text) → (text, state after it, its children: the same kind of dict)
 cdef Py_ssize_t whole_bytes = 0  # bytes the whole-prompt digests hashed (for tests: ``whole_hashed_bytes``)
 
@@ -121,6 +124,17 @@ def hashed_count():
 def whole_hashed_bytes():
     """How many bytes the whole-prompt digests have hashed in this process (for tests)."""
     return whole_bytes
+
+
+def kept_prefix_count():
+    """How many prefix states the trie keeps now (for tests)."""
+    cdef Py_ssize_t count = 0
+    pending = [prefixes]
+    while pending:
+        for entry in (<dict>pending.pop()).values():
+            count += 1
+            pending.append((<tuple>entry)[2])
+    return count
 
 
 class _Fallback(Exception):
@@ -312,6 +326,11 @@ cdef str _check_content(list blocks, dict attributes):
     global hashed, whole_bytes
     cdef object whole = None  # the digest state of the prompt so far (None: nothing yet)
     cdef dict node = prefixes  # where that prefix is in the trie
+    # While every text so far recurs in the export, the prefix is looked up and kept in the trie
+    # (``whole`` may then be a kept state: extended only as a copy); from the first text seen for
+    # the first time, the prompt is hashed on in place, its own: a prefix with a text no other
+    # request has is nobody else's prefix.
+    cdef bint in_trie = True, recurring
     cdef bint complete = True
     cdef object block, content, encoded, size, digest, known, entry
     cdef const char* utf8
@@ -330,8 +349,8 @@ cdef str _check_content(list blocks, dict attributes):
         encoded = PyMemoryView_FromMemory(<char*>utf8, length, PyBUF_READ)
         size, digest = block_field(block, BLOCK_SIZE, "size"), block_field(block, BLOCK_SHA256, "sha256")
         known = verified.get(id(content))
-        if known is None or (<tuple>known)[0] is not content or (<tuple>known)[1] != size \
-                or (<tuple>known)[2] != digest:
+        recurring = known is not None and (<tuple>known)[0] is content  # checked before in this export
+        if not recurring or (<tuple>known)[1] != size or (<tuple>known)[2] != digest:
             if length == size:
                 hashed += 1
             if length != size or sha256(encoded).hexdigest() != digest:
@@ -341,16 +360,23 @@ cdef str _check_content(list blocks, dict attributes):
             verified[id(content)] = (content, size, digest)
         if not complete:
             continue
+        if not in_trie:
+            whole.update(encoded)
+            whole_bytes += length
+            continue
         entry = node.get(id(content))
         if entry is not None and (<tuple>entry)[0] is content:  # this prefix was hashed before
             whole, node = (<tuple>entry)[1], (<tuple>entry)[2]
-        else:
-            whole = sha256() if whole is None else whole.copy()
-            whole.update(encoded)
-            whole_bytes += length
+            continue
+        whole = sha256() if whole is None else whole.copy()
+        whole.update(encoded)
+        whole_bytes += length
+        if recurring:
             entry = (content, whole, {})
             node[id(content)] = entry
             node = (<tuple>entry)[2]
+        else:
+            in_trie = False
     prompt_sha256 = attributes.get(PROMPT_SHA256)
     if complete and blocks and isinstance(prompt_sha256, str) and prompt_sha256:
         if whole.hexdigest() != prompt_sha256.lower():

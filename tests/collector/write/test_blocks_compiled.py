@@ -198,8 +198,10 @@ def test_a_text_checked_once_is_trusted_again_only_with_the_same_size_and_digest
 @needs_the_extension
 def test_requests_sharing_their_first_blocks_hash_only_what_follows_for_the_whole_prompt():
     """The whole prompt's digest is checked from the state after the longest prefix of block texts
-    seen before in the export (``_blocks.prefixes``): a request whose first blocks are another's
-    hashes only the rest, and a wrong whole-prompt digest after a shared prefix is still found."""
+    kept before in the export (``_blocks.prefixes``): a request whose first blocks are another's
+    hashes only the rest, and a wrong whole-prompt digest after a shared prefix is still found.
+    Only prefixes of texts that recur in the export are kept: a text seen for the first time ends
+    what is kept of its prompt."""
     from promptprism.collector.write import _blocks
 
     static, session = "Tu es Émile. " * 40, "Session: thé. " * 20
@@ -211,28 +213,37 @@ def test_requests_sharing_their_first_blocks_hash_only_what_follows_for_the_whol
             attributes[names.PROMPT_SHA256] = prompt_sha256
         return attributes, events, 0
 
-    _blocks.forget_verified()
-    before = _blocks.whole_hashed_bytes()
-    assert COMPILED(*block_map([static, session, turns[0]]))[1] == ""
-    first = _blocks.whole_hashed_bytes() - before
-    assert first == len((static + session + turns[0]).encode("utf-8"))
-    for prompt_sha256, reason in ((None, ""), ("0" * 64, names.UNMAPPED_HASH_MISMATCH)):
-        case = block_map([static, session, turns[1]], prompt_sha256)
+    def hashed_for(texts: list[str], prompt_sha256: str | None = None, reason: str = "") -> int:
+        """Bytes the whole-prompt digest hashed for this map, checked to answer as the definition."""
+        case = block_map(texts, prompt_sha256)
         before = _blocks.whole_hashed_bytes()
-        assert repr(COMPILED(*case)) == repr(reassemble.validate_blocks_python(*case))
-        assert COMPILED(*case)[1] == reason
-        # Only the turn's block the first time; nothing at all the second (the whole prefix was seen).
-        assert _blocks.whole_hashed_bytes() - before == (len(turns[1].encode("utf-8")) if prompt_sha256 is None else 0)
+        answer = COMPILED(*case)
+        assert repr(answer) == repr(reassemble.validate_blocks_python(*case)) and answer[1] == reason
+        return _blocks.whole_hashed_bytes() - before
+
+    def size(*texts: str) -> int:
+        return len("".join(texts).encode("utf-8"))
+
+    _blocks.forget_verified()
+    # Texts seen for the first time: hashed, nothing kept (no other request has them yet).
+    assert hashed_for([static, session, turns[0]]) == size(static, session, turns[0])
+    assert _blocks.kept_prefix_count() == 0
+    # The same texts again: they recur, so their prefixes are kept as they are hashed.
+    assert hashed_for([static, session, turns[0]]) == size(static, session, turns[0])
+    assert _blocks.kept_prefix_count() == 3
+    # Another turn after the kept prefix: only the turn is hashed, and a first-seen text is not kept.
+    assert hashed_for([static, session, turns[1]]) == size(turns[1])
+    assert _blocks.kept_prefix_count() == 3
+    # A wrong whole-prompt digest after a kept prefix is still found (the turn recurs now: kept).
+    assert hashed_for([static, session, turns[1]], "0" * 64, names.UNMAPPED_HASH_MISMATCH) == size(turns[1])
+    assert _blocks.kept_prefix_count() == 4
+    assert hashed_for([static, session, turns[1]]) == 0
     # The same texts in another order are another prompt: hashed from its first block that differs.
-    before = _blocks.whole_hashed_bytes()
-    assert COMPILED(*block_map([session, static, turns[0]]))[1] == ""
-    assert _blocks.whole_hashed_bytes() - before == len((session + static + turns[0]).encode("utf-8"))
-    # A prompt that is a prefix of one seen before: no hashing, and still its own digest.
-    before = _blocks.whole_hashed_bytes()
-    assert COMPILED(*block_map([static, session]))[1] == ""
-    assert COMPILED(*block_map([static, session], hashlib.sha256(static.encode()).hexdigest()))[1] == (
-        names.UNMAPPED_HASH_MISMATCH)
-    assert _blocks.whole_hashed_bytes() == before
-    _blocks.forget_verified()  # what reassembly does when an export is done: hashed again after
-    assert COMPILED(*block_map([static, session]))[1] == ""
-    assert _blocks.whole_hashed_bytes() - before == len((static + session).encode("utf-8"))
+    assert hashed_for([session, static, turns[0]]) == size(session, static, turns[0])
+    # A prompt that is a prefix of one kept: no hashing, and still its own digest.
+    assert hashed_for([static, session]) == 0
+    assert hashed_for([static, session], hashlib.sha256(static.encode()).hexdigest(),
+                      names.UNMAPPED_HASH_MISMATCH) == 0
+    _blocks.forget_verified()  # what reassembly does when an export is done: nothing kept, hashed again
+    assert _blocks.kept_prefix_count() == 0
+    assert hashed_for([static, session]) == size(static, session)
