@@ -14,9 +14,9 @@ out, writes its tables' bytes into the same slot, and the collector copies
 them out. Pickled through the pipe, a 20 MB payload cost the worker ~40 ms
 of CPU to receive (read in 64 KiB pieces, copied three times), as much as
 reassembling it. There is one slot per export allowed in flight, reused
-(its pages stay mapped, in the collector and in each worker: ``_attached``); it grows when a
-larger export comes. A result
-larger than its slot comes back through the pipe as before. Workers are
+(its pages stay mapped, in the collector and in each worker: ``_attached``);
+it grows when a larger export comes. A result larger than its slot comes
+back through the pipe as before. Workers are
 started with ``spawn``: a forked child would inherit chdb's threads and
 locks from the collector process.
 
@@ -301,7 +301,7 @@ def _attached(name: str) -> shared_memory.SharedMemory:
         _let_go(kept[0])
     slot = _attach(name)
     # A new name: the collector may have replaced a slot (a larger export): let go of kept ones it unlinked.
-    for other, (kept_slot, kept_identity) in list(_slots_attached.items()):
+    for other, (_, kept_identity) in list(_slots_attached.items()):
         if _identity(other) != kept_identity:
             _let_go(_slots_attached.pop(other)[0])
     _slots_attached[name] = (slot, -1 if identity is None else identity)
