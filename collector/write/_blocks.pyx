@@ -101,19 +101,32 @@ cdef Py_ssize_t hashed = 0  # block texts hashed in this process (for tests: ``h
 # updated in place (a copy is extended), so a prefix's state stays what its texts hashed to. Let
 # go of with ``verified``.
 cdef dict prefixes = {}  # id(text) → (text, state after it, its children: the same kind of dict)
+# Block events read in this export: id(their attributes' dict) → (the dict, the Block made of it,
+# its index, start, end and size). The walk hands out one dict for an event's attributes that
+# recur byte for byte (a static block at the same place in each request: ``_walk``'s
+# ``Context.event_attributes``); nothing changes a dict or a Block once made, so the Block is the
+# same for every request that has that event. The dict is held, so its id is not another's while
+# the entry lives. Let go of with ``verified``.
+cdef dict parsed = {}
 cdef Py_ssize_t whole_bytes = 0  # bytes the whole-prompt digests hashed (for tests: ``whole_hashed_bytes``)
 
 
 def forget_verified():
-    """Let go of the block text hashed so far (``verified``) and of the prompts' prefixes; called once
-    per export."""
+    """Let go of the block text hashed so far (``verified``), of the prompts' prefixes and of the block
+    events read; called once per export."""
     verified.clear()
     prefixes.clear()
+    parsed.clear()
 
 
 def verified_count():
     """How many texts ``verified`` holds (for tests)."""
     return len(verified)
+
+
+def parsed_count():
+    """How many block events ``parsed`` holds (for tests)."""
+    return len(parsed)
 
 
 def hashed_count():
@@ -224,12 +237,23 @@ cdef object _checked(dict attributes, list events, Py_ssize_t count, int64_t pro
     cdef int64_t previous = 0, index_value
     cdef PyObject* found
     cdef dict event_attributes
-    cdef object index, start, end, size, name, layer, source, digest, content, stability, redacted
+    cdef object index, start, end, size, name, layer, source, digest, content, stability, redacted, known, block
     for n in range(count):
         event_attributes_object = event_attributes_of(events[n])
         if type(event_attributes_object) is not dict:
             raise _Fallback()
         event_attributes = <dict>event_attributes_object
+        known = parsed.get(id(event_attributes))
+        if known is not None and (<tuple>known)[0] is event_attributes:  # read before in this export
+            index, start, end, size = (<tuple>known)[2], (<tuple>known)[3], (<tuple>known)[4], (<tuple>known)[5]
+            index_value = small(index)
+            numbers[4 * n], numbers[4 * n + 1], numbers[4 * n + 2] = index_value, small(start), small(end)
+            numbers[4 * n + 3] = small(size)
+            if n and index_value < previous:
+                in_order = False
+            previous = index_value
+            blocks.append((<tuple>known)[1])
+            continue
         # The keys every valid block event has; a missing one makes the event (and the map) invalid.
         found = PyDict_GetItem(event_attributes, INDEX)
         if found is NULL:
@@ -289,7 +313,9 @@ cdef object _checked(dict attributes, list events, Py_ssize_t count, int64_t pro
         if n and index_value < previous:
             in_order = False
         previous = index_value
-        blocks.append(make_block(index, name, layer, stability, source, start, end, size, digest, content, redacted))
+        block = make_block(index, name, layer, stability, source, start, end, size, digest, content, redacted)
+        parsed[id(event_attributes)] = (event_attributes, block, index, start, end, size)
+        blocks.append(block)
     if not in_order:  # a stable sort by index, as reassemble's (equal indexes keep their order and fail below)
         order = sorted(range(count), key=[numbers[4 * n] for n in range(count)].__getitem__)
         blocks = [blocks[at] for at in order]

@@ -337,3 +337,46 @@ def test_a_long_value_that_recurs_is_one_str_and_long_values_that_differ_stay_ap
     if (3, 11) <= sys.version_info[:2] <= (3, 13):  # the shared str still carries its UTF-8 form
         assert sys.getsizeof(statics[0]) == sys.getsizeof("".join(list(static))) + len(static.encode()) + 1
     assert outcome(traces.decode_protobuf, serialized) == outcome(reference, serialized)
+
+
+@needs_the_extension
+def test_an_event_whose_attributes_recur_is_one_dict_and_events_that_differ_stay_apart():
+    """A static block's event carries the same attribute bytes in every request of an export: the
+    walk hands out the dict it decoded the first time (``Context.event_attributes``), each event
+    keeping its own time. Events one digit apart, or landing in the same slot (2,000 of them in
+    1,024 slots), are each decoded as themselves; attributes split by another field (the name
+    between two of them) are read apart; an event without attributes gets its own empty dict."""
+
+    def block_event(time: int, index: int, start: int, *, content: str | None = None) -> Span.Event:
+        attributes = [KeyValue(key=names.BLOCK_INDEX, value=AnyValue(int_value=index)),
+                      KeyValue(key=names.BLOCK_LAYER, value=AnyValue(string_value="identity")),
+                      KeyValue(key=names.BLOCK_START, value=AnyValue(int_value=start))]
+        if content is not None:
+            attributes.append(KeyValue(key=names.BLOCK_CONTENT, value=AnyValue(string_value=content)))
+        return Span.Event(time_unix_nano=time, name=names.EVENT_PROMPT_BLOCK, attributes=attributes)
+
+    static = "Tu es Émile. " * 30
+    spans = [Span(trace_id=b"\x01" * 16, span_id=bytes([1 + number]) * 8, name="chat", start_time_unix_nano=1,
+                  end_time_unix_nano=2, events=[block_event(10 + number, 0, 0, content=static),
+                                                block_event(20 + number, 1, 390 + number), Span.Event(name="bare")])
+             for number in range(3)]
+    # Same length, one digit apart: only the bytes tell them apart.
+    spans[2].events.extend(block_event(5, 2, 0, content=f"{'a' * 40}{number:04d}") for number in range(2000))
+    split = (field(3, KeyValue(key="first", value=AnyValue(int_value=1)).SerializeToString())
+             + field(2, b"split") + field(3, KeyValue(key="second", value=AnyValue(int_value=2)).SerializeToString()))
+    payload = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
+    serialized = payload.SerializeToString()
+    serialized += field(1, field(2, field(2, Span(
+        trace_id=b"\x02" * 16, span_id=b"\x09" * 8, name="chat").SerializeToString() + field(11, split))))
+    first, second, third, fourth = traces.compiled_walk(serialized)
+    assert first.events[0].attributes is second.events[0].attributes is third.events[0].attributes
+    assert [span.events[0].time_ns for span in (first, second, third)] == [10, 11, 12]
+    assert first.events[0].attributes[names.BLOCK_CONTENT] == static
+    # The second block starts one byte further in each request: its own dict each time.
+    assert [span.events[1].attributes[names.BLOCK_START] for span in (first, second, third)] == [390, 391, 392]
+    assert first.events[1].attributes is not second.events[1].attributes
+    assert first.events[2].attributes == {} and first.events[2].attributes is not second.events[2].attributes
+    assert [event.attributes[names.BLOCK_CONTENT] for event in third.events[3:]] == [
+        f"{'a' * 40}{number:04d}" for number in range(2000)]
+    assert fourth.events[0].name == "split" and fourth.events[0].attributes == {"first": 1, "second": 2}
+    assert outcome(traces.decode_protobuf, serialized) == outcome(reference, serialized)

@@ -247,3 +247,46 @@ def test_requests_sharing_their_first_blocks_hash_only_what_follows_for_the_whol
     _blocks.forget_verified()  # what reassembly does when an export is done: nothing kept, hashed again
     assert _blocks.kept_prefix_count() == 0
     assert hashed_for([static, session]) == size(static, session)
+
+
+@needs_the_extension
+def test_a_block_event_read_once_is_one_block_and_still_checked_where_it_stands():
+    """The walk hands out one dict for block event attributes that recur byte for byte (``_walk``):
+    the Block is made once in the export (``_blocks.parsed``) and shared by the requests that have
+    that event. Where it stands in each map is still checked — its index, its range within the
+    prompt, the tiling — so a map that places it wrongly fails as the definition says; reassembly
+    lets go of what was read."""
+    from promptprism.collector.write import _blocks
+
+    texts = ["Tu es Émile. " * 20, "Session: thé. ", "Bonjour ?"]
+    attributes, events = slotted_block_map(texts)
+
+    def answer(case_attributes: dict, case_events: list, reason: str):
+        result = COMPILED(case_attributes, case_events, 0)
+        assert repr(result) == repr(reassemble.validate_blocks_python(case_attributes, case_events, 0))
+        assert result[1] == reason
+        return result[0]
+
+    _blocks.forget_verified()
+    first = answer(attributes, events, "")
+    assert _blocks.parsed_count() == 3
+    # Another request with the same first two events (the same dicts) and a turn of its own.
+    other_attributes, other_events = slotted_block_map(texts[:2] + ["Au revoir !"])
+    shared = events[:2] + other_events[2:]
+    second = answer(other_attributes, shared, "")
+    assert second[0] is first[0] and second[1] is first[1] and second[2] is not first[2]
+    assert _blocks.parsed_count() == 4
+    # The same events out of place.
+    prompt_bytes = attributes[names.PROMPT_BYTES]
+    for case_events, prompt, reason in (
+            (events[1:2], prompt_bytes, names.UNMAPPED_BAD_ATTRIBUTES),  # index 1 where 0 belongs
+            ([events[0], events[0]], prompt_bytes, names.UNMAPPED_BAD_ATTRIBUTES),  # index 0 twice
+            (events[::-1], prompt_bytes, ""),  # sorted back by index: the map itself
+            (events[:2] + events[:1], prompt_bytes, names.UNMAPPED_BAD_ATTRIBUTES),
+            (events, prompt_bytes - 1, names.UNMAPPED_BAD_RANGE),  # the last block past the prompt
+            (events[:2], prompt_bytes, names.UNMAPPED_NOT_TILING)):  # the prompt is longer than its blocks
+        answer({**attributes, names.PROMPT_BYTES: prompt, names.PROMPT_BLOCK_COUNT: len(case_events)},
+               case_events, reason)
+    records, _ = reassemble.reassemble(traces.decode_protobuf(prompt_export()).spans)
+    assert records and all(record.mapped for record in records)
+    assert _blocks.parsed_count() == 0
