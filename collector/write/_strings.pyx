@@ -172,6 +172,25 @@ cdef class _Column:
         (<int32_t*>PyByteArray_AS_STRING(self.offsets))[self.count] = <int32_t>self.data.used
         return 0
 
+    cdef int repeat(self, Py_ssize_t first, Py_ssize_t last) except -1:
+        """Values ``first`` to ``last - 1`` of this column, appended again."""
+        cdef Py_ssize_t begin = (<int32_t*>PyByteArray_AS_STRING(self.offsets))[first]
+        cdef Py_ssize_t length = (<int32_t*>PyByteArray_AS_STRING(self.offsets))[last] - begin
+        cdef Py_ssize_t used = self.data.used, n
+        cdef char* out = self.data.reserve(length)
+        cdef int32_t* offsets
+        memcpy(out, PyByteArray_AS_STRING(self.data.data) + begin, length)
+        self.data.used += length
+        if self.data.used > MAX_OFFSET:
+            raise _Fallback()
+        while (self.count + last - first + 2) * 4 > len(self.offsets):
+            PyByteArray_Resize(self.offsets, len(self.offsets) * 2)
+        offsets = <int32_t*>PyByteArray_AS_STRING(self.offsets)
+        for n in range(first, last):
+            self.count += 1
+            offsets[self.count] = <int32_t>(used + offsets[n + 1] - begin)
+        return 0
+
     cdef object array(self):
         PyByteArray_Resize(self.offsets, (self.count + 1) * 4)
         PyByteArray_Resize(self.data.data, self.data.used)
@@ -256,8 +275,9 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
     cdef _Column names = _Column(span_count * 8, 24)
     cdef _Column keys = _Column(span_count * 64, 24)
     cdef _Column values = _Column(span_count * 64, 32)
-    cdef int64_t events = 0, entries = 0
-    cdef object span, event, event_list, attributes_object, name, key, left_out, digest_left_out, sha256
+    cdef int64_t events = 0, entries = 0, first, last
+    cdef dict seen = {}  # id(an event's attributes) → (them, drop, the event's name, first, last entry)
+    cdef object span, event, event_list, attributes_object, name, key, left_out, digest_left_out, sha256, written
     cdef dict attributes
     cdef PyObject* key_pointer
     cdef PyObject* value_pointer
@@ -279,6 +299,19 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
             times.append64(field(event, SpanEvent, &EVENT_LAYOUT, EVENT_TIME, "time_ns"))
             names.append(name, str)
             attributes = <dict>attributes_object
+            # The walk hands out one dict for event attributes that recur byte for byte (a static
+            # block in each request): their entries, once written, are copied, not written again.
+            written = seen.get(id(attributes))
+            if (written is not None and (<tuple>written)[0] is attributes and (<tuple>written)[1] == drop
+                    and (<tuple>written)[2] == name):
+                first, last = (<tuple>written)[3], (<tuple>written)[4]
+                keys.repeat(first, last)
+                values.repeat(first, last)
+                entries += last - first
+                map_offsets.append32(entries)
+                events += 1
+                continue
+            first = entries
             left_out = digest_left_out = None
             if drop & DROP_BLOCK_MAP and name == event_prompt_block:
                 if block_content in attributes:
@@ -303,6 +336,7 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
                 keys.append(key, str)
                 values.append(<object>value_pointer, stringify)
                 entries += 1
+            seen[id(attributes)] = (attributes, drop, name, first, entries)
             map_offsets.append32(entries)
             events += 1
         span_offsets.append32(events)

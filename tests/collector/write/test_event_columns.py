@@ -116,3 +116,54 @@ def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_and_diges
                               for pairs in attributes)
     assert all(names.BLOCK_INDEX in pairs and names.BLOCK_LAYER in pairs for pairs in attributes)
     assert compiled.column("Events.Attributes").type == pa.list_(pa.map_(pa.dictionary(pa.int32(), pa.string()), pa.string()))
+
+
+@st.composite
+def spans_sharing_attributes(draw):
+    """Spans whose events share attribute dicts, as the walk hands out one dict for attributes that
+    recur byte for byte: the same dict under another event name, in spans of another ``drops``."""
+    pool = draw(st.lists(EVENTS, min_size=1, max_size=4))
+    generated = []
+    for _ in range(draw(st.integers(1, 5))):
+        chosen = draw(st.lists(st.tuples(st.integers(0, len(pool) - 1), st.booleans()), max_size=5))
+        span_events = [SpanEvent(draw(st.integers(0, 2**40)), pool[at].name if same_name else draw(EVENT_NAMES),
+                                 pool[at].attributes) for at, same_name in chosen]
+        generated.append((span_events, draw(st.integers(0, 3))))
+    return generated
+
+
+@needs_the_extension
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(spans_sharing_attributes())
+def test_events_sharing_their_attributes_give_the_definition_s_columns(generated):
+    """A dict written once is copied for the next event that has it, only with the same name and
+    ``drops`` (which decide what is left out): the columns are still the definition's."""
+    spans, drops = [span(events) for events, _ in generated], [drop for _, drop in generated]
+    expected = definition_or_error(spans, drops)
+    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
+                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    if answer is not None:
+        assert isinstance(expected, tuple)
+        for compiled, defined in zip(answer, expected):
+            assert compiled.type == defined.type and compiled.equals(defined)
+
+
+@needs_the_extension
+def test_a_prompt_export_s_recurring_block_events_are_laid_out_as_the_definition_does():
+    """The usual export: static blocks' events share their dicts across requests (the walk), and
+    the compiled columns equal the definition's."""
+    from promptprism.collector.otlp.traces import decode_protobuf
+    from promptprism.collector.write.reassemble import reassemble
+
+    payload = prompt_export()
+    decoded = decode_protobuf(payload)
+    spans = decoded.spans * 3  # the same requests again: every event's dict recurs
+    # The second copy's events are written as the first's (copied); the third's leave nothing out.
+    drops = [rows.DROP_BLOCK_MAP | rows.DROP_TOOL_TEXT] * (2 * len(decoded.spans)) + [0] * len(decoded.spans)
+    reassemble(decoded.spans)
+    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
+                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    assert answer is not None
+    for compiled, defined in zip(answer, rows.event_columns_python(spans, drops)):
+        compiled.validate(full=True)  # offsets that only read right (not ascending) are not
+        assert compiled.equals(defined)
