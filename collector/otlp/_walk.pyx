@@ -17,11 +17,10 @@ rejected and why. That keeps one definition of the edge cases; the property
 test (tests/collector/otlp/test_walk.py) checks that both give equal results.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
@@ -509,8 +508,11 @@ cdef class Context:
     cdef Keys other_keys
     cdef Keys event_names  # one position: the last event's name
     cdef Py_ssize_t event_attribute_count  # the last event's
-    cdef list event_encoded  # EVENT_SLOTS: the bytes of an event's attributes, by a hash of them
-    cdef list event_decoded  # … and the dict decoded from them
+    # EVENT_SLOTS, by a hash of an event's attributes' bytes: where those bytes lie in the payload
+    # (which outlives the walk's context: one export), their size (0: none yet), the dict decoded.
+    cdef Py_ssize_t event_starts[EVENT_SLOTS]
+    cdef Py_ssize_t event_sizes[EVENT_SLOTS]
+    cdef list event_decoded
 
     def __cinit__(self):
         cdef Texts texts = Texts()
@@ -518,7 +520,7 @@ cdef class Context:
         self.other_keys = Keys(texts)
         self.event_names = Keys()
         self.event_attribute_count = 0
-        self.event_encoded = [None] * EVENT_SLOTS
+        memset(self.event_sizes, 0, sizeof(self.event_sizes))
         self.event_decoded = [None] * EVENT_SLOTS
 
     cdef dict attributes_between(self, const unsigned char* data, Py_ssize_t position, Py_ssize_t end):
@@ -539,12 +541,12 @@ cdef class Context:
         event's attributes recur byte for byte in every request that has the block at the same place
         (a static block: in each request of the export): the dict decoded the first time is handed
         out again, found by a hash of every 8-byte word of the bytes and confirmed by comparing
-        them. Nothing changes an event's attributes once decoded; a slot holds the last bytes that
-        hashed to it, so a miss only costs the decode it would have saved."""
+        them with the bytes it was decoded from (where they lie in the payload: nothing is
+        copied). Nothing changes an event's attributes once decoded; a slot holds the last bytes
+        that hashed to it, so a miss only costs the hash."""
         cdef Py_ssize_t size = end - start, i
         cdef const unsigned char* bytes_at = data + start
         cdef uint64_t hash = <uint64_t>size * 0x9E3779B97F4A7C15u, word = 0
-        cdef object known
         cdef dict decoded
         for i in range(0, size - 8, 8):
             memcpy(&word, bytes_at + i, 8)
@@ -560,12 +562,10 @@ cdef class Context:
         hash *= 0xFF51AFD7ED558CCDu
         hash ^= hash >> 33
         hash &= EVENT_SLOTS - 1
-        known = self.event_encoded[hash]
-        if known is not None and len(<bytes>known) == size and memcmp(
-                <const char*><bytes>known, bytes_at, size) == 0:
+        if self.event_sizes[hash] == size and memcmp(data + self.event_starts[hash], bytes_at, size) == 0:
             return <dict>self.event_decoded[hash]
         decoded = self.attributes_between(data, start, end)
-        self.event_encoded[hash] = PyBytes_FromStringAndSize(<const char*>bytes_at, size)
+        self.event_starts[hash], self.event_sizes[hash] = start, size
         self.event_decoded[hash] = decoded
         return decoded
 
