@@ -25,6 +25,12 @@ alone and prints the last one's timeline: when each export's conversion,
 spool write and each group's insert (table by table) began and ended, in ms
 from the round's start — where a round's wall time goes, which the CPU
 figures do not show.
+``--settle`` waits after each collector round, counted in no round, until the
+store has run no background merge for 0.3 s. The collector runs in this
+process, and without it the merges its INSERTs start take CPU from whichever
+configuration runs next — the parse-only servicer's round too, which flatters
+the ratio; settled, no round pays for them (they are then in no round's time:
+``--cpu`` counts them in the collector's CPU per export).
 Run: ``nice python benchmarks/ingest.py [--rounds N] [--batches N] [--stages]``.
 ``--baseline PATH`` runs it here and in another checkout (with its own
 .venv) in alternation (``--rounds`` times) and prints new/old ratios; with
@@ -254,6 +260,20 @@ def wait_stored(collector, expected: int, timeout: float = 300.0) -> int:
         time.sleep(0.05)
 
 
+def settle(collector, timeout: float = 60.0, quiet: float = 0.3) -> float:
+    """Wait until the store has run no background merge for ``quiet`` seconds (``--settle``); returns
+    the seconds waited (at most ``timeout``)."""
+    started = quiet_since = time.monotonic()
+    while time.monotonic() - started < timeout:
+        now = time.monotonic()
+        if collector.store.query("SELECT count() AS merges FROM system.merges")[0]["merges"]:
+            quiet_since = now
+        elif now - quiet_since >= quiet:
+            break
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
 def _process_seconds(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc)."""
     with open(f"/proc/{pid}/stat") as stat:
@@ -365,6 +385,9 @@ def main() -> int:
                         help="after the rounds, the CPU time one export costs each process (noop, collector, workers)")
     parser.add_argument("--timeline", action="store_true",
                         help="after the rounds, when each stage of a collector round begins and ends")
+    parser.add_argument("--settle", action="store_true",
+                        help="after each collector round, wait (uncounted) until the store has run no merge for "
+                             "0.3 s, so that its merges take no CPU from the next configuration's round")
     parser.add_argument("--stages", action="store_true",
                         help="only time each stage on one export (its own chdb store: one per process)")
     parser.add_argument("--baseline", metavar="PATH",
@@ -372,6 +395,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.baseline:
         passed = [f"--batches={args.batches}", *(["--default-gc"] if args.default_gc else []),
+                  *(["--settle"] if args.settle else []),
                   *([f"--ingest-workers={args.ingest_workers}"] if args.ingest_workers is not None else []),
                   *(["--stages"] if args.stages else []), *(["--cpu"] if args.cpu and not args.stages else [])]
         figures = STAGE_FIGURES if args.stages else FIGURES + (CPU_FIGURES if args.cpu else [])
@@ -422,6 +446,8 @@ def main() -> int:
                         expected += spans
                         stored = wait_stored(collector, expected)
                         seconds += time.perf_counter() - started
+                        if args.settle:
+                            print(f"  (merges settled in {settle(collector):.2f} s, not counted)", flush=True)
                     rates[label] = report(label, spans, seconds)
                 ratios["collector/noop"].append(rates["collector"] / rates["noop"])
                 ratios["decode/noop"].append(rates["decode"] / rates["noop"])
