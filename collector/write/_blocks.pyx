@@ -245,67 +245,62 @@ cdef object _checked(dict attributes, list events, Py_ssize_t count, int64_t pro
         event_attributes = <dict>event_attributes_object
         known = parsed.get(id(event_attributes))
         if known is not None and (<tuple>known)[0] is event_attributes:  # read before in this export
-            index, start, end, size = (<tuple>known)[2], (<tuple>known)[3], (<tuple>known)[4], (<tuple>known)[5]
-            index_value = small(index)
-            numbers[4 * n], numbers[4 * n + 1], numbers[4 * n + 2] = index_value, small(start), small(end)
-            numbers[4 * n + 3] = small(size)
-            if n and index_value < previous:
-                in_order = False
-            previous = index_value
-            blocks.append((<tuple>known)[1])
-            continue
-        # The keys every valid block event has; a missing one makes the event (and the map) invalid.
-        found = PyDict_GetItem(event_attributes, INDEX)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        index = <object>found
-        found = PyDict_GetItem(event_attributes, START)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        start = <object>found
-        found = PyDict_GetItem(event_attributes, END)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        end = <object>found
-        found = PyDict_GetItem(event_attributes, SIZE)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        size = <object>found
-        found = PyDict_GetItem(event_attributes, NAME)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        name = <object>found
-        found = PyDict_GetItem(event_attributes, LAYER)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        layer = <object>found
-        found = PyDict_GetItem(event_attributes, SOURCE)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        source = <object>found
-        found = PyDict_GetItem(event_attributes, SHA256)
-        if found is NULL:
-            return [], BAD_ATTRIBUTES
-        digest = <object>found
-        if type(index) is not int or type(start) is not int or type(end) is not int or type(size) is not int:
-            return [], BAD_ATTRIBUTES
-        found = PyDict_GetItem(event_attributes, CONTENT)
-        content = None if found is NULL else <object>found
-        if not (type(name) is str and type(layer) is str and type(source) is str and type(digest) is str):
-            return [], BAD_ATTRIBUTES
-        if content is not None and type(content) is not str:
-            return [], BAD_ATTRIBUTES
-        if not lowercase_hex(<str>digest):
-            digest = (<str>digest).lower()
-            if not lowercase_hex(<str>digest):
+            block, index, start, end, size = (<tuple>known)[1:]
+        else:
+            # The keys every valid block event has; a missing one makes the event (and the map) invalid.
+            found = PyDict_GetItem(event_attributes, INDEX)
+            if found is NULL:
                 return [], BAD_ATTRIBUTES
-        found = PyDict_GetItem(event_attributes, STABILITY)
-        stability = None if found is NULL else <object>found
-        if not isinstance(stability, str) or stability not in STABILITIES:
-            stability = STABILITY_UNKNOWN
-        found = PyDict_GetItem(event_attributes, REDACTED)
-        # The flag only means something beside content: without text there is nothing redacted to show.
-        redacted = content is not None and found is not NULL and <object>found is True
+            index = <object>found
+            found = PyDict_GetItem(event_attributes, START)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            start = <object>found
+            found = PyDict_GetItem(event_attributes, END)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            end = <object>found
+            found = PyDict_GetItem(event_attributes, SIZE)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            size = <object>found
+            found = PyDict_GetItem(event_attributes, NAME)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            name = <object>found
+            found = PyDict_GetItem(event_attributes, LAYER)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            layer = <object>found
+            found = PyDict_GetItem(event_attributes, SOURCE)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            source = <object>found
+            found = PyDict_GetItem(event_attributes, SHA256)
+            if found is NULL:
+                return [], BAD_ATTRIBUTES
+            digest = <object>found
+            if type(index) is not int or type(start) is not int or type(end) is not int or type(size) is not int:
+                return [], BAD_ATTRIBUTES
+            found = PyDict_GetItem(event_attributes, CONTENT)
+            content = None if found is NULL else <object>found
+            if not (type(name) is str and type(layer) is str and type(source) is str and type(digest) is str):
+                return [], BAD_ATTRIBUTES
+            if content is not None and type(content) is not str:
+                return [], BAD_ATTRIBUTES
+            if not lowercase_hex(<str>digest):
+                digest = (<str>digest).lower()
+                if not lowercase_hex(<str>digest):
+                    return [], BAD_ATTRIBUTES
+            found = PyDict_GetItem(event_attributes, STABILITY)
+            stability = None if found is NULL else <object>found
+            if not isinstance(stability, str) or stability not in STABILITIES:
+                stability = STABILITY_UNKNOWN
+            found = PyDict_GetItem(event_attributes, REDACTED)
+            # The flag only means something beside content: without text there is nothing redacted to show.
+            redacted = content is not None and found is not NULL and <object>found is True
+            block = make_block(index, name, layer, stability, source, start, end, size, digest, content, redacted)
+            parsed[id(event_attributes)] = (event_attributes, block, index, start, end, size)
         index_value = small(index)
         # Beyond 64 bits → the definition (which would find the range wrong or the map not tiling).
         numbers[4 * n], numbers[4 * n + 1], numbers[4 * n + 2] = index_value, small(start), small(end)
@@ -313,8 +308,6 @@ cdef object _checked(dict attributes, list events, Py_ssize_t count, int64_t pro
         if n and index_value < previous:
             in_order = False
         previous = index_value
-        block = make_block(index, name, layer, stability, source, start, end, size, digest, content, redacted)
-        parsed[id(event_attributes)] = (event_attributes, block, index, start, end, size)
         blocks.append(block)
     if not in_order:  # a stable sort by index, as reassemble's (equal indexes keep their order and fail below)
         order = sorted(range(count), key=[numbers[4 * n] for n in range(count)].__getitem__)
