@@ -130,7 +130,7 @@ def string_array(list values, stringify):
 cdef object OFFSETS = pa.int32()
 cdef object TIMESTAMP = pa.timestamp("ns", tz="UTC")
 cdef object map_from_arrays = pa.MapArray.from_arrays
-DROP_BLOCK_MAP = 1  # rows.DROP_BLOCK_MAP: the span's block events leave their content and digest out
+DROP_BLOCK_MAP = 1  # rows.DROP_BLOCK_MAP: the span's block events leave out what the document holds
 DROP_TOOL_TEXT = 2  # rows.DROP_TOOL_TEXT: its tool events too, when contents holds the text
 
 
@@ -251,22 +251,24 @@ cdef class _Integers:
         return from_buffers(kind, self.count, [None, py_buffer(narrow)])
 
 
-def event_columns(list spans, list drops, str event_prompt_block, str block_content, str block_sha256,
-                  str event_tool_definition, str tool_content, str tool_sha256, stringify):
+def event_columns(list spans, list drops, str event_prompt_block, frozenset block_held, str block_stability,
+                  frozenset stabilities, str event_tool_definition, str tool_content, str tool_sha256, stringify):
     """``rows.event_columns_python``'s answer in one C pass, or None: use that definition.
 
-    ``drops[n]``: what span n's events leave out (``DROP_BLOCK_MAP``,
+    ``drops[n]``: what span n's events leave out (``DROP_BLOCK_MAP``: a block event's keys in
+    ``block_held``, and ``block_stability`` when its value is a str in ``stabilities``;
     ``DROP_TOOL_TEXT``). Returns the spans' offsets into the events, and the events' times,
     names and attribute maps (values through ``stringify`` as ``_columns.MapColumn``)."""
     try:
-        return _event_columns(spans, drops, event_prompt_block, block_content, block_sha256, event_tool_definition,
-                              tool_content, tool_sha256, stringify)
+        return _event_columns(spans, drops, event_prompt_block, block_held, block_stability, stabilities,
+                              event_tool_definition, tool_content, tool_sha256, stringify)
     except (_Fallback, UnicodeEncodeError, OverflowError):
         return None
 
 
-cdef object _event_columns(list spans, list drops, str event_prompt_block, str block_content, str block_sha256,
-                           str event_tool_definition, str tool_content, str tool_sha256, object stringify):
+cdef object _event_columns(list spans, list drops, str event_prompt_block, frozenset block_held,
+                           str block_stability, frozenset stabilities, str event_tool_definition,
+                           str tool_content, str tool_sha256, object stringify):
     cdef Py_ssize_t span_count = len(spans), n, position
     cdef int drop
     cdef _Integers span_offsets = _Integers(span_count + 1)
@@ -277,7 +279,8 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
     cdef _Column values = _Column(span_count * 64, 32)
     cdef int64_t events = 0, entries = 0, first, last
     cdef dict seen = {}  # id(an event's attributes) → (them, drop, the event's name, first, last entry)
-    cdef object span, event, event_list, attributes_object, name, key, left_out, digest_left_out, sha256, written
+    cdef object span, event, event_list, attributes_object, name, key, value, left_out, sha256, written
+    cdef frozenset held
     cdef dict attributes
     cdef PyObject* key_pointer
     cdef PyObject* value_pointer
@@ -312,12 +315,9 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
                 events += 1
                 continue
             first = entries
-            left_out = digest_left_out = None
+            left_out = held = None
             if drop & DROP_BLOCK_MAP and name == event_prompt_block:
-                if block_content in attributes:
-                    left_out = block_content
-                if block_sha256 in attributes:
-                    digest_left_out = block_sha256
+                held = block_held
             elif drop & DROP_TOOL_TEXT and tool_content in attributes and name == event_tool_definition:
                 sha256 = attributes.get(tool_sha256)
                 if isinstance(attributes[tool_content], str) and isinstance(sha256, str) and sha256 != "":
@@ -325,16 +325,17 @@ cdef object _event_columns(list spans, list drops, str event_prompt_block, str b
             position = 0
             while PyDict_Next(attributes, &position, &key_pointer, &value_pointer):
                 key = <object>key_pointer
+                value = <object>value_pointer
+                if held is not None and (key in held or (key == block_stability and type(value) is str
+                                                         and value in stabilities)):
+                    continue  # the request's document holds it (rows.BLOCK_HELD)
                 if left_out is not None and key == left_out:
                     left_out = None  # that entry only, as MapColumn.add_without
-                    continue
-                if digest_left_out is not None and key == digest_left_out:
-                    digest_left_out = None
                     continue
                 if type(key) is not str:
                     raise _Fallback()
                 keys.append(key, str)
-                values.append(<object>value_pointer, stringify)
+                values.append(value, stringify)
                 entries += 1
             seen[id(attributes)] = (attributes, drop, name, first, entries)
             map_offsets.append32(entries)

@@ -1,8 +1,9 @@
 """otel_traces' event columns: the compiled pass (write/_strings.pyx) against the definition.
 
 ``rows.event_columns`` lays out every span event's time, name and attribute map
-(block text and digests left out where the request's document holds its
-block map, tool text where ``contents`` holds it) in one C pass when
+(a block event's text, digest, layer, source, byte range and stability
+left out where the request's document holds its block map, tool text where
+``contents`` holds it) in one C pass when
 the extension is built; ``rows.event_columns_python`` is the definition. On
 generated events — every value kind, the block and tool names and keys that
 trigger leaving text out, values the C pass hands back (ints past 64 bits,
@@ -34,10 +35,15 @@ def test_under_ci_the_compiled_event_columns_are_built():
 
 
 KEYS = st.sampled_from([names.BLOCK_CONTENT, names.BLOCK_SHA256, names.TOOL_CONTENT, names.TOOL_SHA256,
-                        names.BLOCK_INDEX, "a", ""]) \
+                        names.BLOCK_INDEX, names.BLOCK_NAME, names.BLOCK_LAYER, names.BLOCK_STABILITY,
+                        names.BLOCK_SOURCE, names.BLOCK_START, names.BLOCK_END, names.BLOCK_SIZE,
+                        names.BLOCK_REDACTED, "a", ""]) \
     | st.text(max_size=6)
+# A stability the document holds as sent, and others (reassembly files them as `unknown`).
+STABILITY_VALUES = st.sampled_from([*names.STABILITIES, names.STABILITY_UNKNOWN, "Static", "", 1])
 USUAL_VALUES = st.one_of(st.text(max_size=8), st.integers(-2**63, 2**63 - 1), st.booleans(), st.floats(),
-                         st.lists(st.integers(), max_size=2), st.just(""))
+                         st.lists(st.integers(), max_size=2), st.just(""),
+                         STABILITY_VALUES)
 ODD_VALUES = st.one_of(st.integers(-2**70, 2**70), st.none(), st.binary(max_size=4),
                        st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), st.just("\ud800"))
 EVENT_NAMES = st.sampled_from([names.EVENT_PROMPT_BLOCK, names.EVENT_TOOL_DEFINITION, "other", ""]) | st.text(max_size=4)
@@ -52,6 +58,8 @@ def events(draw) -> SpanEvent:
         name, attributes[names.BLOCK_CONTENT] = names.EVENT_PROMPT_BLOCK, draw(st.text(max_size=8))
         if draw(st.integers(0, 3)):
             attributes[names.BLOCK_SHA256] = draw(st.sampled_from(["cd" * 32, "", 7]))
+        if draw(st.integers(0, 3)):
+            attributes[names.BLOCK_STABILITY] = draw(STABILITY_VALUES)
     elif kind == 1:  # a tool event with its text, hashed or not
         name, attributes[names.TOOL_CONTENT] = names.EVENT_TOOL_DEFINITION, draw(USUAL_VALUES)
         attributes[names.TOOL_SHA256] = draw(st.sampled_from(["ab" * 32, "", 7]))
@@ -73,6 +81,13 @@ def span(events: list[SpanEvent]) -> DecodedSpan:
 SPANS = st.lists(st.tuples(st.lists(EVENTS, max_size=4), st.integers(0, 3)), max_size=5)
 
 
+def compiled_columns(spans, drops):
+    """The compiled pass with the arguments ``rows.event_columns`` gives it (None: handed back)."""
+    return COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, rows.BLOCK_HELD, names.BLOCK_STABILITY,
+                    frozenset(names.STABILITIES), names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT,
+                    names.TOOL_SHA256, rows.otel_attribute_string)
+
+
 def definition_or_error(spans, drops):
     try:
         return rows.event_columns_python(spans, drops)
@@ -86,8 +101,7 @@ def definition_or_error(spans, drops):
 def test_compiled_event_columns_equal_the_definition(generated):
     spans, drops = [span(events) for events, _ in generated], [drop for _, drop in generated]
     expected = definition_or_error(spans, drops)
-    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
-                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    answer = compiled_columns(spans, drops)
     if answer is not None:  # None: handed back to the definition
         assert isinstance(expected, tuple)
         for compiled, defined in zip(answer, expected):
@@ -98,23 +112,23 @@ def test_compiled_event_columns_equal_the_definition(generated):
 
 
 @needs_the_extension
-def test_a_prompt_export_takes_the_compiled_pass_and_leaves_block_text_and_digests_out(monkeypatch):
+def test_a_prompt_export_takes_the_compiled_pass_and_leaves_out_what_the_document_holds(monkeypatch):
     from promptprism.collector.otlp.traces import decode_protobuf
     from promptprism.collector.write.reassemble import reassemble
 
     decoded = decode_protobuf(prompt_export())
     records, _ = reassemble(decoded.spans)
     drops = [rows.DROP_BLOCK_MAP | rows.DROP_TOOL_TEXT] * len(decoded.spans)
-    assert COMPILED(decoded.spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
-                    names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256,
-                    rows.otel_attribute_string) is not None
+    assert compiled_columns(decoded.spans, drops) is not None
     compiled = rows.otel_traces_table(decoded.spans, records)
     monkeypatch.setattr(rows, "_compiled_event_columns", None)
     assert compiled.equals(rows.otel_traces_table(decoded.spans, records))
     attributes = [dict(pairs) for pairs in compiled.column("Events.Attributes").to_pylist()[0]]
-    assert attributes and all(names.BLOCK_CONTENT not in pairs and names.BLOCK_SHA256 not in pairs
+    # What the request's document holds is left out; the index that points there and the name stay.
+    assert attributes and all(not pairs.keys() & rows.BLOCK_HELD and names.BLOCK_STABILITY not in pairs
                               for pairs in attributes)
-    assert all(names.BLOCK_INDEX in pairs and names.BLOCK_LAYER in pairs for pairs in attributes)
+    assert all(names.BLOCK_INDEX in pairs and names.BLOCK_NAME in pairs for pairs in attributes)
+    assert {names.BLOCK_CONTENT, names.BLOCK_LAYER, names.BLOCK_START} <= rows.BLOCK_HELD
     assert compiled.column("Events.Attributes").type == pa.list_(pa.map_(pa.dictionary(pa.int32(), pa.string()), pa.string()))
 
 
@@ -140,8 +154,7 @@ def test_events_sharing_their_attributes_give_the_definition_s_columns(generated
     ``drops`` (which decide what is left out): the columns are still the definition's."""
     spans, drops = [span(events) for events, _ in generated], [drop for _, drop in generated]
     expected = definition_or_error(spans, drops)
-    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
-                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    answer = compiled_columns(spans, drops)
     if answer is not None:
         assert isinstance(expected, tuple)
         for compiled, defined in zip(answer, expected):
@@ -161,8 +174,7 @@ def test_a_prompt_export_s_recurring_block_events_are_laid_out_as_the_definition
     # The second copy's events are written as the first's (copied); the third's leave nothing out.
     drops = [rows.DROP_BLOCK_MAP | rows.DROP_TOOL_TEXT] * (2 * len(decoded.spans)) + [0] * len(decoded.spans)
     reassemble(decoded.spans)
-    answer = COMPILED(spans, drops, names.EVENT_PROMPT_BLOCK, names.BLOCK_CONTENT, names.BLOCK_SHA256,
-                      names.EVENT_TOOL_DEFINITION, names.TOOL_CONTENT, names.TOOL_SHA256, rows.otel_attribute_string)
+    answer = compiled_columns(spans, drops)
     assert answer is not None
     for compiled, defined in zip(answer, rows.event_columns_python(spans, drops)):
         compiled.validate(full=True)  # offsets that only read right (not ascending) are not

@@ -10,6 +10,7 @@ import pytest
 
 from promptprism.collector.otlp.model import SpanEvent
 from promptprism.collector.record import Block, RequestRecord
+from promptprism.collector.write import rows
 from promptprism.collector.write.reassemble import reassemble
 from promptprism.collector.write.rows import (
     BLOCK_ARRAYS,
@@ -234,6 +235,37 @@ def test_block_and_tool_text_is_in_contents_once_and_not_in_otel_traces():
     assert [key for key, _ in events[0]][:2] == ["promptprism.block.index", "promptprism.block.name"]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled-when-built", "definition"])
+def test_a_mapped_span_s_block_events_keep_only_what_its_document_does_not_hold(compiled, monkeypatch):
+    """The document holds each block's layer, stability, source, byte range, digest and text: the
+    span's block events keep the index that points there, the name the trace view shows, and
+    whatever else they carry; a stability reassembly files as `unknown` stays as it was sent."""
+    if not compiled:
+        monkeypatch.setattr(rows, "_compiled_event_columns", None)
+    parts = [("identity", "identity", "static", "Tu es Émile. "),
+             ("memory", "memory", "volatile", "aime le thé 🍵"), ("tail", "template", "turn", "\n")]
+    prompt, events = block_events(parts)
+    events[0]["app.note"] = "kept"
+    events[2][names.BLOCK_REDACTED] = True
+    span = decoded_span(prompt_attributes(prompt, len(events)), events)
+    records, _ = reassemble([span])
+    assert records[0].mapped
+    tables = build_tables([span], records)
+    stored = [dict(pairs) for pairs in tables.tables["otel_traces"].column("Events.Attributes").to_pylist()[0]]
+    assert stored == [
+        {names.BLOCK_INDEX: "0", names.BLOCK_NAME: "identity", "app.note": "kept"},
+        {names.BLOCK_INDEX: "1", names.BLOCK_NAME: "memory", names.BLOCK_STABILITY: "volatile"},
+        {names.BLOCK_INDEX: "2", names.BLOCK_NAME: "tail", names.BLOCK_REDACTED: "true"},
+    ]
+    # …and the document has every value left out, as it was sent.
+    document = document_inputs(tables.tables["request_docs"]).to_pylist()[0]
+    sent = [(attributes[names.BLOCK_LAYER], attributes[names.BLOCK_SOURCE], attributes[names.BLOCK_START],
+             attributes[names.BLOCK_END], attributes[names.BLOCK_SIZE]) for attributes in events]
+    assert list(zip(document["block_layers"], document["block_sources"], document["block_starts"],
+                    document["block_ends"], document["block_sizes"])) == sent
+    assert document["block_stabilities"] == ["static", "unknown", "turn"]
+
+
 def test_unmapped_block_text_stays_in_otel_traces_where_it_is_the_only_copy():
     span, texts, tool = _prompt_span_with_tool(bad_hash=True)
     records, _ = reassemble([span])
@@ -242,6 +274,7 @@ def test_unmapped_block_text_stays_in_otel_traces_where_it_is_the_only_copy():
     events = tables.tables["otel_traces"].column("Events.Attributes").to_pylist()[0]
     contents = [dict(attributes).get("promptprism.block.content") for attributes in events[:2]]
     assert contents == texts
+    assert [dict(attributes)[names.BLOCK_LAYER] for attributes in events[:2]] == ["identity", "memory"]
     assert "promptprism.tool.content" not in dict(events[2])  # the tool text is in `contents`
     assert tables.tables["contents"].column("content").to_pylist() == [tool]
 
