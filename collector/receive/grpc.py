@@ -197,8 +197,11 @@ class GrpcReceiver:
         self.holding += 1
         try:
             try:
-                payload = await asyncio.wait_for(context.read(), MESSAGE_ARRIVAL_TIMEOUT_SECONDS)
-            except asyncio.TimeoutError:
+                # A deadline on this task, not asyncio.wait_for: that reads in a task of its own,
+                # and a 20 MB message then reached the export ~20 ms later (session 26).
+                async with asyncio.timeout(MESSAGE_ARRIVAL_TIMEOUT_SECONDS):
+                    payload = await context.read()
+            except TimeoutError:
                 outcome = ExportOutcome(RETRY, signal, retry_after_seconds=FULL_RETRY_AFTER_SECONDS,
                                         message=f"the message did not arrive within {MESSAGE_ARRIVAL_TIMEOUT_SECONDS:g} s")
                 return await grpc_answer(outcome, context, self.metrics, TRANSPORT)
