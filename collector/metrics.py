@@ -182,9 +182,9 @@ class TimedInserts:
         self._store = store
         self._histogram = histogram
 
-    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None, lane: int = 0) -> None:
         started = time.perf_counter()
-        self._store.insert(table, columns, dedup_token=dedup_token)
+        self._store.insert(table, columns, dedup_token=dedup_token, lane=lane)
         self._histogram.labels(table).observe(time.perf_counter() - started)
 
     def __getattr__(self, name: str) -> Any:

@@ -78,6 +78,10 @@ Columns = Mapping[str, Sequence[Any]]
 class Store(Protocol):
     database: str
     retention_days: int
+    # How many inserts can run at once: on different lanes, side by side; on
+    # one lane, one after another. The sink inserts a group's request tables on
+    # lane 0 and the rest (`otel_traces`) on lane 1 when there are two.
+    insert_lanes: int
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         """Run a statement that returns nothing (DDL, OPTIMIZE, …)."""
@@ -86,12 +90,12 @@ class Store(Protocol):
               settings: Mapping[str, int | str] | None = None) -> list[dict[str, Any]]:
         """Run a SELECT and return its rows as dicts; ``settings``: ClickHouse settings of this query only."""
 
-    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None, lane: int = 0) -> None:
         """Insert a pyarrow.Table (column names = table columns) into ``database.table``.
 
         With ``dedup_token`` a repeat of the same insert is dropped by
         ClickHouse (``insert_deduplication_token``; the tables set
-        ``non_replicated_deduplication_window``).
+        ``non_replicated_deduplication_window``). ``lane``: below ``insert_lanes``.
         """
 
     def close(self) -> None: ...

@@ -67,6 +67,8 @@ class ServerStore:
         self._client_instance = None
         # Guards client creation (and the migration run on it); the client itself is thread-safe.
         self._lock = threading.RLock()
+        # The server runs concurrent inserts itself: two lanes are two of the sink's threads waiting on it.
+        self.insert_lanes = 2
         self._needs_migration = auto_migrate
         # README "Deploying": on a cluster the same migrations run ON CLUSTER (store/cluster.py).
         self.cluster = cluster
@@ -143,7 +145,7 @@ class ServerStore:
             raise self._translate(error) from error
         return parse_json_each_row(payload)
 
-    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None) -> None:
+    def insert(self, table: str, columns: Any, *, dedup_token: str | None = None, lane: int = 0) -> None:
         settings = dict(INSERT_SETTINGS)
         if dedup_token:
             settings.update({"insert_deduplication_token": checked_token(dedup_token),

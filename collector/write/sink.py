@@ -36,6 +36,7 @@ writing it again, whatever group it would have landed in.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import logging
@@ -45,6 +46,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._logsafe import describe_exception, describe_store_error
 from ..store.base import Store, StoreError, StoreUnavailable
@@ -65,6 +67,12 @@ MAX_GROUP_BYTES = 128 * 1024 * 1024
 # After the first batch arrives, wait this long for others to share its
 # inserts: a fraction of one insert's ~7 ms, so a lone batch barely notices.
 GROUP_LINGER_SECONDS = 0.002
+# A group's request tables, inserted one after another on the store's first
+# lane in `rows.TABLES` order: text before the rows that point at it, a
+# document before its request. The others (`otel_traces`, a logs or metrics
+# export's tables) point at nothing: on a store with two insert lanes they go
+# on the second, beside them (README "Ingest throughput").
+FIRST_LANE_TABLES = frozenset(("contents", "tools", "request_docs", "requests"))
 # Accepted but not yet durable: the memory bound. A receiver past it gets
 # Backpressure instead of the process growing without limit.
 MAX_PENDING_BATCHES = 1024
@@ -189,6 +197,9 @@ class Sink:
             "inserts", "insert_seconds_total", "insert_seconds_last", "store_unavailable",
             "store_errors", "backpressure", "spool_corrupt", "groups_written", "batches_spooled_under_load",
             "log_records_received", "genai_events_stored", "log_records_stored", "metric_points_stored"), 0)
+        self._second_lane = (
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="promptprism-sink-lane")
+            if store.insert_lanes > 1 else None)
         self._writer = threading.Thread(target=self._write_loop, name="promptprism-sink-writer", daemon=True)
         self._replayer = threading.Thread(target=self._replay_loop, name="promptprism-sink-replay", daemon=True)
         self._writer.start()
@@ -311,6 +322,8 @@ class Sink:
             logger.error("spool replay at shutdown failed: %s", describe_exception(error))
         self._replay_wake.set()
         self._replayer.join()
+        if self._second_lane is not None:
+            self._second_lane.shutdown()
 
     def stats(self) -> dict[str, float | int]:
         with self._condition:
@@ -386,18 +399,20 @@ class Sink:
             parts[token] = same[0].batch.tables.without_contents(self._recent_contents)
         if not parts:
             return
+        stored: set[str] = set()
         try:
-            self._store_or_spool(list(parts), merge_tables(parts.values()))
+            self._store_or_spool(list(parts), merge_tables(parts.values()), stored)
         except StoreError as error:
             if len(parts) == 1:
                 self._count("store_errors")
                 for ticket in fresh[next(iter(parts))]:
                     ticket.finish(error)
                 return
-            # One bad batch must not fail its neighbours: write them one by one.
+            # One bad batch must not fail its neighbours: write them one by one,
+            # but not into the tables the group was stored in already.
             for token, part in parts.items():
                 try:
-                    self._store_or_spool([token], part)
+                    self._store_or_spool([token], part, set(stored))
                 except StoreError as single_error:
                     self._count("store_errors")
                     for ticket in fresh[token]:
@@ -415,12 +430,15 @@ class Sink:
             for ticket in fresh[token]:
                 ticket.finish()
 
-    def _store_or_spool(self, batch_tokens: list[str], tables: TableSet) -> None:
-        """Make ``tables`` durable: in the store, else in the spool. Raises StoreError or Backpressure."""
+    def _store_or_spool(self, batch_tokens: list[str], tables: TableSet, stored: set[str] | None = None) -> None:
+        """Make ``tables`` durable: in the store, else in the spool. Raises StoreError or Backpressure.
+
+        ``stored``: tables not to insert (their rows are in the store), and
+        the tables inserted are added to it."""
         token = group_token(batch_tokens)
         if time.monotonic() >= self._store_down_until:
             try:
-                self._insert(tables, token)
+                self._insert(tables, token, set() if stored is None else stored)
             except StoreUnavailable as error:
                 self._mark_down(error)
             else:
@@ -438,12 +456,39 @@ class Sink:
         self._made_durable(batch_tokens, tables, stored=False)
         self._replay_wake.set()
 
-    def _insert(self, tables: TableSet, token: str) -> None:
-        for name, table in tables.non_empty():
+    def _insert(self, tables: TableSet, token: str, stored: set[str]) -> None:
+        """Insert every table of ``tables`` not in ``stored`` (adding each one inserted to it).
+
+        On a store with two lanes the request tables and the others are
+        inserted at the same time. The error of a lane that failed is raised
+        once both are done (the other lane's tables are in ``stored``): a
+        StoreUnavailable first, as the group is then retried whole under the
+        same token, each table's repeat dropped by its deduplication.
+        """
+        items = [(name, table) for name, table in tables.non_empty() if name not in stored]
+        two_lanes = self._second_lane is not None
+        first = [item for item in items if not two_lanes or item[0] in FIRST_LANE_TABLES]
+        second = [item for item in items if two_lanes and item[0] not in FIRST_LANE_TABLES]
+        beside = self._second_lane.submit(self._insert_lane, second, token, 1, stored) if second else None
+        errors: list[BaseException] = []
+        try:
+            self._insert_lane(first, token, 0, stored)
+        except BaseException as error:
+            errors.append(error)
+        if beside is not None and beside.exception() is not None:  # exception() waits for it
+            errors.append(beside.exception())
+        if errors:
+            # An unexpected error before a StoreUnavailable before a StoreError.
+            raise min(errors, key=lambda error: (isinstance(error, StoreError),
+                                                 not isinstance(error, StoreUnavailable)))
+
+    def _insert_lane(self, items: list[tuple[str, Any]], token: str, lane: int, stored: set[str]) -> None:
+        for name, table in items:
             started = time.perf_counter()
-            self.store.insert(name, table, dedup_token=token)
+            self.store.insert(name, table, dedup_token=token, lane=lane)
             elapsed = time.perf_counter() - started
             with self._state_lock:
+                stored.add(name)
                 self._counters["inserts"] += 1
                 self._counters["insert_seconds_total"] += elapsed
                 self._counters["insert_seconds_last"] = elapsed
@@ -529,8 +574,10 @@ class Sink:
             size += file_size
         return group
 
-    def _replay_group(self, paths: list, token: str | None = None, intent=None) -> int:
-        """Insert ``paths`` as one group; the files moved, or -1 when the store is unavailable (stop)."""
+    def _replay_group(self, paths: list, token: str | None = None, intent=None,
+                      stored: frozenset[str] = frozenset()) -> int:
+        """Insert ``paths`` as one group, but not into the tables in ``stored``; the files moved, or -1
+        when the store is unavailable (stop)."""
         groups: list[tuple] = []
         seen: set[str] = set()
         for path in paths:
@@ -562,8 +609,9 @@ class Sink:
                 token = group_token([batch for _, group in loaded for batch in group.batch_tokens])
                 intent = self.spool.write_intent(token, [path for path, _ in groups])
         tables = loaded[0][1].tables if len(loaded) == 1 else merge_tables(group.tables for _, group in loaded)
+        inserted = set(stored)
         try:
-            self._insert(tables, token)
+            self._insert(tables, token, inserted)
         except StoreUnavailable as error:
             self._mark_down(error)
             return -1  # the intent stays: the next pass inserts the same files under the same token
@@ -576,10 +624,11 @@ class Sink:
                 self.spool.quarantine(path)
                 self._count("spool_corrupt")
                 return 0
-            # One bad file must not hold back the others: one by one, each under its own token.
+            # One bad file must not hold back the others: one by one, each under its own
+            # token, but not into the tables the group was stored in already.
             moved = 0
             for path, _ in loaded:
-                result = self._replay_group([path])
+                result = self._replay_group([path], stored=frozenset(inserted))
                 if result < 0:
                     return -1
                 moved += result

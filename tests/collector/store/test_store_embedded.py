@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 import pyarrow as pa
 import pytest
@@ -147,3 +148,42 @@ def test_a_shared_insert_directory_not_ours_alone_is_refused(tmp_path, monkeypat
     with pytest.raises(StoreUnavailable, match="not a directory only this user can open"):
         insert_directory(data_dir)
     assert insert_directory(str(tmp_path / "plain")) == str(tmp_path / "plain" / "inserts")
+
+
+def test_an_insert_on_the_second_lane_does_not_wait_for_a_statement_on_the_first(store):
+    """Lane 1 is a session of its own on the same data directory (README "Ingest throughput"): it
+    inserts while a statement holds lane 0, and the rows are the same table's — read on lane 0,
+    and a repeat under the same token on lane 0 is dropped."""
+    if store.legacy:
+        pytest.skip("chdb 2.1.x has one insert lane (it cannot close a second session)")
+    assert store.insert_lanes == 2
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_lane_0():
+        with store._lock.hold(writer=True):
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold_lane_0)
+    holder.start()
+    try:
+        assert holding.wait(60)
+        inserting = threading.Thread(target=store.insert, args=("contents", _content_row("beside")),
+                                     kwargs={"dedup_token": "lanes", "lane": 1})
+        inserting.start()
+        inserting.join(60)
+        finished_while_held = not inserting.is_alive()
+    finally:
+        release.set()
+        holder.join()
+        inserting.join()
+    assert finished_while_held
+    store.insert("contents", _content_row("beside"), dedup_token="lanes", lane=0)
+    assert store.query(f"SELECT content FROM {store.database}.contents") == [{"content": "beside"}]
+
+
+@pytest.mark.clickhouse
+def test_a_lane_the_store_does_not_have_is_refused(store):
+    with pytest.raises(ValueError, match=f"lane {store.insert_lanes}"):
+        store.insert("contents", _content_row("nowhere"), lane=store.insert_lanes)
+    assert store.query(f"SELECT count() AS n FROM {store.database}.contents") == [{"n": 0}]

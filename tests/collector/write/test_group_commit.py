@@ -116,14 +116,14 @@ class FailsMidGroup:
         self.inserted_before_failing: list[str] = []
         self._lock = threading.Lock()
 
-    def insert(self, table, columns, *, dedup_token=None):
+    def insert(self, table, columns, *, dedup_token=None, lane=0):
         with self._lock:
             if self.armed and self.inserted_before_failing:
                 self.armed = False
                 raise StoreUnavailable("the store went away in the middle of a group")
             if self.armed:
                 self.inserted_before_failing.append(table)
-        self.store.insert(table, columns, dedup_token=dedup_token)
+        self.store.insert(table, columns, dedup_token=dedup_token, lane=lane)
 
     def __getattr__(self, name):
         return getattr(self.store, name)

@@ -96,12 +96,12 @@ class GatedStore:
         self.inserts = 0
         self._lock = threading.Lock()  # the writer and the replay thread both insert
 
-    def insert(self, table, columns, *, dedup_token=None):
+    def insert(self, table, columns, *, dedup_token=None, lane=0):
         self.entered.set()
         assert self.gate.wait(60), "the test never opened the gate"
         with self._lock:
             self.inserts += 1
-        self.store.insert(table, columns, dedup_token=dedup_token)
+        self.store.insert(table, columns, dedup_token=dedup_token, lane=lane)
 
     def __getattr__(self, name):
         return getattr(self.store, name)

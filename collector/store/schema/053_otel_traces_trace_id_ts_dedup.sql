@@ -1,0 +1,12 @@
+-- promptprism schema, migration 053: a repeated `otel_traces` insert is dropped from its view's table too.
+-- Placeholders (string.Template): ${db} database, ${ttl_days} retention.
+--
+-- The sink inserts a group's `otel_traces` beside its request tables (two
+-- insert lanes, README "Ingest throughput"); when one of them fails the
+-- group is inserted again under the same deduplication token, and
+-- ClickHouse drops the repeat from `otel_traces`. It drops it from the
+-- tables its materialized views fill only when those tables deduplicate
+-- too: `otel_traces_trace_id_ts` (the exporter's schema, migration 002)
+-- did not, and counted each repeated span again. Its min and max were
+-- still right, but its rows were not those of the spans sent once.
+ALTER TABLE ${db}.otel_traces_trace_id_ts MODIFY SETTING non_replicated_deduplication_window = 10000;
