@@ -107,6 +107,16 @@ def test_exports_converted_together_share_one_insert_and_store_the_rows_sent_one
     assert len(table_rows(store, "contents")) == 2 + EXPORTS * SPANS_PER_EXPORT  # shared blocks once
 
 
+def accepted_one_by_one(store, batches, data_dir) -> None:
+    """``batches`` accepted by a sink of their own into ``store``, one after another: what a group must equal."""
+    sink = open_sink(store, data_dir=str(data_dir))
+    try:
+        for batch in batches:
+            sink.accept(batch)
+    finally:
+        sink.close()
+
+
 class FailsMidGroup:
     """The test's store; once armed, the store goes away after the first table of the next insert."""
 
@@ -154,12 +164,7 @@ def test_a_store_lost_in_the_middle_of_a_group_loses_and_doubles_nothing(store, 
         assert sink.stats()["batches_replayed"] == 5
     finally:
         sink.close()
-    one_by_one = open_sink(second_store, data_dir=str(tmp_path / "one-by-one"))
-    try:
-        for batch in batches:
-            one_by_one.accept(batch)
-    finally:
-        one_by_one.close()
+    accepted_one_by_one(second_store, batches, tmp_path / "one-by-one")
     grouped = counts(store)
     assert grouped == counts(second_store)
     assert grouped["requests_raw"] == 15 and grouped["otel_traces_raw"] == 15

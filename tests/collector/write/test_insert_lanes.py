@@ -20,7 +20,7 @@ from promptprism.collector.write.sink import open_sink
 from support import wait_until
 
 from ..write_path_samples import make_batch
-from .test_group_commit import TABLES, table_rows
+from .test_group_commit import TABLES, accepted_one_by_one, table_rows
 from .test_sink import counts, now_ns
 
 
@@ -78,12 +78,7 @@ def test_a_group_s_otel_traces_is_inserted_while_its_request_tables_are(store, s
         sink.close()
     # The request tables in their order on the first lane, `otel_traces` alone on the second.
     assert lanes.lanes == {0: ["contents", "request_docs", "requests"], 1: ["otel_traces"]}
-    one_by_one = open_sink(second_store, data_dir=str(tmp_path / "one-by-one"))
-    try:
-        for batch in batches:
-            one_by_one.accept(batch)
-    finally:
-        one_by_one.close()
+    accepted_one_by_one(second_store, batches, tmp_path / "one-by-one")
     for table in TABLES:
         assert table_rows(store, table) == table_rows(second_store, table), table
 
